@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* codelets/cpu.h: the fp32 CPU kernels behind the codelets, StarPU-free so tests and later
+ * fused kernels can call them directly.  Same shapes and accumulation rules as
+ * codelets/ref/ref.h (the double-precision oracle), except that every matrix takes a
+ * leading dimension because a tile lives inside a larger row-major tensor (ld = its cols). */
+#ifndef HX_CODELETS_CPU_H
+#define HX_CODELETS_CPU_H
+
+#include <stdint.h>
+
+/* C(m,n) = alpha op(A) op(B) + beta C [+ bias]; cblas_sgemm, row-major */
+void hx_cpu_matmul(float *C, int ldc, const float *A, int lda, const float *B, int ldb,
+                   const float *bias, int transa, int transb, int m, int n, int k, float alpha,
+                   float beta);
+/* dbias(n) += column sums of dout(m,n) */
+void hx_cpu_bias_bwd(float *dbias, const float *dout, int ld, int m, int n);
+
+void hx_cpu_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                          const float *b, int N, int C, int ld, float eps);
+/* dinp = [resid +] dLN/dinp (resid may be NULL) */
+void hx_cpu_layernorm_bwd_data(float *dinp, const float *dout, const float *inp, const float *w,
+                               const float *mean, const float *rstd, const float *resid, int N,
+                               int C, int ld);
+/* dw += sum_rows dout * xhat; db += sum_rows dout */
+void hx_cpu_layernorm_bwd_weight(float *dw, float *db, const float *dout, const float *inp,
+                                 const float *mean, const float *rstd, int N, int C, int ld);
+
+void hx_cpu_gelu_fwd(float *out, const float *inp, long n);
+void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n);
+
+/* Blocked causal attention (flash-attention): q, k, v blocks of `block` rows; scores never
+ * exceed one (block x block) tile.  qkv (nseq*T, 3C) ld_qkv; out (nseq*T, C) ld_out;
+ * lse (nseq*T, NH) ld NH. */
+void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, int ld_qkv,
+                          int nseq, int T, int C, int NH, int block);
+/* dqkv (nseq*T, 3C) written (=).  Uses the forward's out and lse (no recomputation of the
+ * softmax normaliser). */
+void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_dout,
+                          const float *qkv, int ld_qkv, const float *out, int ld_out,
+                          const float *lse, int nseq, int T, int C, int NH, int block);
+
+void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
+                     const int32_t *targets, int N, int V);
+/* logits := scale * (softmax(logits) - onehot(target)) in place */
+void hx_cpu_xent_bwd(float *logits, int ld, const float *lse, const int32_t *targets, int N,
+                     int V, float scale);
+
+void hx_cpu_embed_fwd(float *out, int ld, const int32_t *tokens, const float *wte,
+                      const float *wpe, int N, int T, int C);
+void hx_cpu_embed_bwd(float *dwte, float *dwpe, const float *dout, int ld,
+                      const int32_t *tokens, int N, int T, int C);
+
+void hx_cpu_add(float *out, const float *a, const float *b, long n);
+/* acc += sum(x) or sum(x^2), accumulated in double in index order */
+void hx_cpu_reduce(double *acc, const float *x, long n, int sumsq);
+void hx_cpu_fill(float *x, long n, float value);
+
+/* PyTorch AdamW on g = clip_coef * grad (see ref.h) */
+void hx_cpu_adamw(float *param, float *m, float *v, const float *grad, long n, float lr,
+                  float b1, float b2, float eps, float wd, float clip_coef, int t);
+
+#endif /* HX_CODELETS_CPU_H */

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* codelets/crossentropy.c: softmax cross-entropy over the vocabulary, fused as in llm.c.
+ * logits (N,V) row stride ld; targets (N,1) int32 in [0,V); losses, lse (N,1).
+ * Forward: losses[r] = lse[r] - logits[r][target[r]], lse = log sum exp(logits[r]).
+ * Backward, in place: logits := scale * (softmax(logits) - onehot(target)), the softmax
+ * rebuilt from the forward's lse.  A target outside [0,V) is reported (HX_EINVAL).
+ * Reference: codelets/ref/crossentropy_ref.c.  Test: tests/codelets/crossentropy.c. */
+#include <math.h>
+
+#include "codelets/codelets.h"
+#include "codelets/cpu.h"
+
+/* Targets come from the data loader, not from us: a bad one is the world's fault. */
+static int check_target(const int32_t *targets, int r, int V)
+{
+    if (targets[r] < 0 || targets[r] >= V) {
+        HX_ERR(HX_EINVAL, "cross-entropy: row %d target %d outside [0,%d) (bad token file?)", r,
+               (int)targets[r], V);
+        return 0;
+    }
+    return 1;
+}
+
+void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
+                     const int32_t *targets, int N, int V)
+{
+    for (int r = 0; r < N; r++) {
+        if (!check_target(targets, r, V)) {
+            return;
+        }
+        const float *x = logits + (size_t)r * ld;
+        /* subtracting the row max keeps every exp() <= 1; the sum of up to 50k terms is
+         * kept in double so the loss of a confident prediction keeps its digits */
+        float mx = x[0];
+        for (int i = 1; i < V; i++) {
+            mx = x[i] > mx ? x[i] : mx;
+        }
+        double sum = 0.0;
+        for (int i = 0; i < V; i++) {
+            sum += expf(x[i] - mx);
+        }
+        double l = (double)mx + log(sum);
+        lse[r] = (float)l;
+        losses[r] = (float)(l - x[targets[r]]);
+    }
+}
+
+void hx_cpu_xent_bwd(float *logits, int ld, const float *lse, const int32_t *targets, int N,
+                     int V, float scale)
+{
+    for (int r = 0; r < N; r++) {
+        if (!check_target(targets, r, V)) {
+            return;
+        }
+        float *x = logits + (size_t)r * ld;
+        float l = lse[r];
+        for (int i = 0; i < V; i++) {
+            x[i] = scale * expf(x[i] - l);
+        }
+        x[targets[r]] -= scale;
+    }
+}
+
+/* buffers: logits, targets, losses, lse */
+static void xent_fwd_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    const struct hx_rows_args *a = &node->args.rows;
+    if (hx_run_failed()) {
+        return;
+    }
+    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
+              "xent_fwd: args (%d,%d) but logits tile (%d,%d)", a->rows, a->cols,
+              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+    hx_cpu_xent_fwd(HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 3), HX_BUF_F32(buffers, 0),
+                    HX_BUF_LD(buffers, 0), HX_BUF_I32(buffers, 1), a->rows, a->cols);
+}
+
+/* buffers: logits, targets, lse */
+static void xent_bwd_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    const struct hx_rows_args *a = &node->args.rows;
+    if (hx_run_failed()) {
+        return;
+    }
+    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
+              "xent_bwd: args (%d,%d) but logits tile (%d,%d)", a->rows, a->cols,
+              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+    hx_cpu_xent_bwd(HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0), HX_BUF_F32(buffers, 2),
+                    HX_BUF_I32(buffers, 1), a->rows, a->cols, a->scale);
+}
+
+HX_CODELET(xent_fwd, "xent_fwd", xent_fwd_cpu);
+HX_CODELET(xent_bwd, "xent_bwd", xent_bwd_cpu);

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* codelets/gelu.c: GPT-2 GELU (tanh approximation), elementwise on a contiguous tile
+ * (ld == cols, so a tile of rows x cols is n = rows*cols floats):
+ *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  dinp = gelu'(inp) * dout (=).
+ * Reference: codelets/ref/gelu_ref.c.  Test: tests/codelets/gelu.c. */
+#include <math.h>
+
+#include "codelets/codelets.h"
+#include "codelets/cpu.h"
+
+#define GELU_K 0.044715f
+
+/* sqrt(2/pi), written out so that no M_PI (not in strict C11) is needed */
+static const float gelu_s = 0.7978845608f;
+
+void hx_cpu_gelu_fwd(float *out, const float *inp, long n)
+{
+    for (long i = 0; i < n; i++) {
+        float x = inp[i];
+        float u = gelu_s * (x + GELU_K * x * x * x);
+        out[i] = 0.5f * x * (1.0f + tanhf(u));
+    }
+}
+
+/* gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 K x^2),  u = s (x + K x^3) */
+void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n)
+{
+    for (long i = 0; i < n; i++) {
+        float x = inp[i];
+        float u = gelu_s * (x + GELU_K * x * x * x);
+        float th = tanhf(u);
+        float du = gelu_s * (1.0f + 3.0f * GELU_K * x * x);
+        float d = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+        dinp[i] = d * dout[i];
+    }
+}
+
+/* Elements of buffer i, which must be contiguous and hold n elements when n >= 0: the kernels
+ * walk the tile as one flat array. */
+static long flat_size(void *buffers[], int i, long n, const char *op)
+{
+    int rows = HX_BUF_ROWS(buffers, i);
+    int cols = HX_BUF_COLS(buffers, i);
+    HX_ASSERT(HX_BUF_LD(buffers, i) == cols, "%s: buffer %d not contiguous (ld %d, cols %d)", op,
+              i, HX_BUF_LD(buffers, i), cols);
+    long m = (long)rows * cols;
+    HX_ASSERT(n < 0 || m == n, "%s: buffer %d has %ld elements, expected %ld", op, i, m, n);
+    return m;
+}
+
+/* buffers: inp, out */
+static void gelu_fwd_cpu(void *buffers[], void *cl_arg)
+{
+    (void)cl_arg;
+    if (hx_run_failed()) {
+        return;
+    }
+    long n = flat_size(buffers, 0, -1, "gelu_fwd");
+    flat_size(buffers, 1, n, "gelu_fwd");
+    hx_cpu_gelu_fwd(HX_BUF_F32(buffers, 1), HX_BUF_F32(buffers, 0), n);
+}
+
+/* buffers: inp, dout, dinp */
+static void gelu_bwd_cpu(void *buffers[], void *cl_arg)
+{
+    (void)cl_arg;
+    if (hx_run_failed()) {
+        return;
+    }
+    long n = flat_size(buffers, 0, -1, "gelu_bwd");
+    flat_size(buffers, 1, n, "gelu_bwd");
+    flat_size(buffers, 2, n, "gelu_bwd");
+    hx_cpu_gelu_bwd(HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 0), HX_BUF_F32(buffers, 1), n);
+}
+
+HX_CODELET(gelu_fwd, "gelu_fwd", gelu_fwd_cpu);
+HX_CODELET(gelu_bwd, "gelu_bwd", gelu_bwd_cpu);

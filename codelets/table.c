@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* codelets/table.c: the op table, indexed by enum hx_op: name (task name and perf-model
+ * symbol "hx_<name>"), codelet, and the number of buffers each op accepts, from the buffer
+ * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's resid).
+ * The names are calibration keys of the perf models: keep them stable.
+ * Test: tests/codelets/table.c. */
+#include <stddef.h>
+
+#include "codelets/codelets.h"
+
+static const struct hx_op_info op_table[HX_OP_COUNT] = {
+    [HX_OP_MATMUL] = { "matmul", &hx_cl_matmul, 3, 4 },
+    [HX_OP_BIAS_BWD] = { "bias_bwd", &hx_cl_bias_bwd, 2, 2 },
+    [HX_OP_LAYERNORM_FWD] = { "layernorm_fwd", &hx_cl_layernorm_fwd, 6, 6 },
+    [HX_OP_LAYERNORM_BWD_DATA] = { "layernorm_bwd_data", &hx_cl_layernorm_bwd_data, 6, 7 },
+    [HX_OP_LAYERNORM_BWD_WEIGHT] = { "layernorm_bwd_weight", &hx_cl_layernorm_bwd_weight, 6, 6 },
+    [HX_OP_GELU_FWD] = { "gelu_fwd", &hx_cl_gelu_fwd, 2, 2 },
+    [HX_OP_GELU_BWD] = { "gelu_bwd", &hx_cl_gelu_bwd, 3, 3 },
+    [HX_OP_ATTENTION_FWD] = { "attention_fwd", &hx_cl_attention_fwd, 3, 3 },
+    [HX_OP_ATTENTION_BWD] = { "attention_bwd", &hx_cl_attention_bwd, 5, 5 },
+    [HX_OP_XENT_FWD] = { "xent_fwd", &hx_cl_xent_fwd, 4, 4 },
+    [HX_OP_XENT_BWD] = { "xent_bwd", &hx_cl_xent_bwd, 3, 3 },
+    [HX_OP_EMBED_FWD] = { "embed_fwd", &hx_cl_embed_fwd, 4, 4 },
+    [HX_OP_EMBED_BWD] = { "embed_bwd", &hx_cl_embed_bwd, 4, 4 },
+    [HX_OP_ADD] = { "add", &hx_cl_add, 3, 3 },
+    [HX_OP_REDUCE] = { "reduce", &hx_cl_reduce, 2, 2 },
+    [HX_OP_FILL] = { "fill", &hx_cl_fill, 1, 1 },
+    [HX_OP_ADAMW] = { "adamw", &hx_cl_adamw, 5, 5 },
+};
+
+const struct hx_op_info *hx_op_info(enum hx_op op)
+{
+    /* the enum's underlying type may be unsigned: compare as int so a negative value is caught */
+    if ((int)op < 0 || (int)op >= HX_OP_COUNT) {
+        return NULL;
+    }
+    return &op_table[op];
+}
+
+const char *hx_op_name(enum hx_op op)
+{
+    const struct hx_op_info *info = hx_op_info(op);
+    return info != NULL ? info->name : "unknown";
+}

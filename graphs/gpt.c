@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/* graphs/gpt.c: the GPT-2 training step as a graph, and its forward pass.
+ *   x0 = wte[tok] + wpe[pos]                                       (N,C)
+ *   per layer: a = LN1(x); qkv = a Wqkv^T + bqkv; y = attn(qkv); x1 = x + y Wo^T + bo
+ *              h = gelu(LN2(x1) Wfc^T + bfc); x' = x1 + h Wp^T + bp
+ *   logits = LNf(xL) wte^T (tied head, (N,V)); loss = mean cross-entropy over M*B*T tokens
+ * The step: zero grads; per micro-batch forward, loss sum, backward; norm; AdamW.
+ * Test: tests/graphs/torch_parity.c (against PyTorch), tests/graphs/gpt_grad_fd.c. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "graphs/gpt_internal.h"
+#include "helix/error.h"
+#include "helix/layers.h"
+
+void hx_optim_config_default(struct hx_optim_config *o, int train_iters)
+{
+    o->lr = 6e-4f;
+    o->min_lr = 6e-5f;
+    o->warmup_iters = 0;
+    o->decay_iters = train_iters;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.95f;
+    o->eps = 1e-8f;
+    o->weight_decay = 0.1f;
+    o->clip_grad = 1.0f;
+}
+
+int hx_gpt_config_check(const struct hx_gpt_config *c)
+{
+    struct { const char *name; int v; } pos[] = {
+        { "vocab-size", c->vocab_size }, { "num-layers", c->num_layers },
+        { "num-attention-heads", c->num_heads }, { "hidden-size", c->hidden_size },
+        { "seq-length", c->seq_len }, { "micro-batch-size", c->micro_batch_size },
+        { "micro-batches", c->num_micro_batches },
+    };
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
+        if (pos[i].v < 1) {
+            return HX_ERR(HX_EINVAL, "--%s is %d; it must be a positive integer", pos[i].name,
+                          pos[i].v);
+        }
+    }
+    if (c->hidden_size % c->num_heads != 0) {
+        return HX_ERR(HX_EINVAL, "--hidden-size %d is not divisible by --num-attention-heads %d; "
+                      "choose heads that divide the hidden size (e.g. %d)", c->hidden_size,
+                      c->num_heads, c->hidden_size % 4 == 0 ? 4 : 1);
+    }
+    if (c->max_seq_len != 0 && c->max_seq_len < c->seq_len) {
+        return HX_ERR(HX_EINVAL, "--seq-length %d exceeds the %d positions of the model; lower "
+                      "--seq-length or raise --max-position-embeddings", c->seq_len,
+                      c->max_seq_len);
+    }
+    if (c->tile_seqs < 0 || c->attn_block < 0 || c->ln_eps < 0) {
+        return HX_ERR(HX_EINVAL, "tile_seqs (%d), attn_block (%d) and ln_eps (%g) must not be "
+                      "negative", c->tile_seqs, c->attn_block, (double)c->ln_eps);
+    }
+    long long rows = (long long)c->seq_len * c->micro_batch_size;
+    if (rows * c->vocab_size > (1LL << 31) || rows * 4 * c->hidden_size > (1LL << 31)) {
+        return HX_ERR(HX_EINVAL, "micro-batch of %lld tokens makes a logits tensor of %lld "
+                      "elements (limit 2^31); lower --micro-batch-size or --seq-length", rows,
+                      rows * c->vocab_size);
+    }
+    return HX_OK;
+}
+
+static hx_tensor_t act(struct hx_gpt *m, const char *name, int cols)
+{
+    int tile = m->cfg.seq_len * m->cfg.tile_seqs;
+    return hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, m->N, cols, tile);
+}
+
+static hx_tensor_t actf(struct hx_gpt *m, int cols, const char *fmt, int l)
+{
+    char name[HX_NAME_MAX];
+    snprintf(name, sizeof name, fmt, l);
+    return act(m, name, cols);
+}
+
+/* Parameters with their gradient and Adam moments, in the documented order. */
+static void make_params(struct hx_gpt *m)
+{
+    const struct hx_gpt_config *c = &m->cfg;
+    int C = c->hidden_size, L = c->num_layers;
+    static const char *names[P_PER_LAYER] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",
+                                              "proj_b", "ln2_w", "ln2_b", "fc_w", "fc_b",
+                                              "fcproj_w", "fcproj_b" };
+    int rows[P_PER_LAYER] = { 1, 1, 3 * C, 1, C, 1, 1, 1, 4 * C, 1, C, 1 };
+    int cols[P_PER_LAYER] = { C, C, C, 3 * C, C, C, C, C, C, 4 * C, 4 * C, C };
+    m->nparams = 2 + L * P_PER_LAYER + 2;
+    m->params = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
+    m->grads = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
+    m->adam_m = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
+    m->adam_v = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
+    HX_ASSERT(m->params && m->grads && m->adam_m && m->adam_v, "out of memory");
+    for (int i = 0; i < m->nparams; i++) {
+        char name[HX_NAME_MAX];
+        int r, k;
+        if (i == P_WTE || i == P_WPE) {
+            snprintf(name, sizeof name, "%s", i == P_WTE ? "wte" : "wpe");
+            r = i == P_WTE ? c->vocab_size : c->max_seq_len;
+            k = C;
+        } else if (i >= 2 + L * P_PER_LAYER) {
+            snprintf(name, sizeof name, "%s", i == m->nparams - 2 ? "lnf_w" : "lnf_b");
+            r = 1;
+            k = C;
+        } else {
+            int l = (i - 2) / P_PER_LAYER, j = (i - 2) % P_PER_LAYER;
+            snprintf(name, sizeof name, "h%d.%s", l, names[j]);
+            r = rows[j];
+            k = cols[j];
+        }
+        char gname[HX_NAME_MAX + 8];
+        m->params[i] = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
+        m->params[i]->weight_decay = r > 1; /* 2-D weights decay; biases and LayerNorm do not */
+        snprintf(gname, sizeof gname, "%s.grad", name);
+        m->grads[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
+        snprintf(gname, sizeof gname, "%s.adam_m", name);
+        m->adam_m[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+        snprintf(gname, sizeof gname, "%s.adam_v", name);
+        m->adam_v[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+        m->grads[i]->grad_of = m->adam_m[i]->grad_of = m->adam_v[i]->grad_of = m->params[i]->id;
+    }
+}
+
+static void make_activations(struct hx_gpt *m)
+{
+    const struct hx_gpt_config *c = &m->cfg;
+    int C = c->hidden_size, L = c->num_layers;
+    m->tokens = calloc((size_t)c->num_micro_batches, sizeof(hx_tensor_t));
+    m->targets = calloc((size_t)c->num_micro_batches, sizeof(hx_tensor_t));
+    m->res_out = calloc((size_t)L, sizeof(hx_tensor_t));
+    m->layers = calloc((size_t)L, sizeof(struct gpt_layer_acts));
+    HX_ASSERT(m->tokens && m->targets && m->res_out && m->layers, "out of memory");
+    int tile = c->seq_len * c->tile_seqs;
+    for (int mb = 0; mb < c->num_micro_batches; mb++) {
+        char name[HX_NAME_MAX];
+        snprintf(name, sizeof name, "tokens.mb%d", mb);
+        m->tokens[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
+        snprintf(name, sizeof name, "targets.mb%d", mb);
+        m->targets[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
+    }
+    m->emb = act(m, "emb", C);
+    for (int l = 0; l < L; l++) {
+        struct gpt_layer_acts *a = &m->layers[l];
+        a->ln1 = actf(m, C, "h%d.ln1", l);
+        a->ln1_mean = actf(m, 1, "h%d.ln1_mean", l);
+        a->ln1_rstd = actf(m, 1, "h%d.ln1_rstd", l);
+        a->qkv = actf(m, 3 * C, "h%d.qkv", l);
+        a->atty = actf(m, C, "h%d.atty", l);
+        a->att_lse = actf(m, c->num_heads, "h%d.att_lse", l);
+        a->res_mid = actf(m, C, "h%d.res_mid", l);
+        a->ln2 = actf(m, C, "h%d.ln2", l);
+        a->ln2_mean = actf(m, 1, "h%d.ln2_mean", l);
+        a->ln2_rstd = actf(m, 1, "h%d.ln2_rstd", l);
+        a->fch = actf(m, 4 * C, "h%d.fch", l);
+        a->fch_gelu = actf(m, 4 * C, "h%d.fch_gelu", l);
+        a->dres = actf(m, C, "h%d.dres", l);
+        a->dres_mid = actf(m, C, "h%d.dres_mid", l);
+        m->res_out[l] = actf(m, C, "h%d.out", l);
+    }
+    for (int p = 0; p < 2; p++) {
+        m->bwd[p].dfch_gelu = actf(m, 4 * C, "bwd%d.dfch_gelu", p);
+        m->bwd[p].dfch = actf(m, 4 * C, "bwd%d.dfch", p);
+        m->bwd[p].dln2 = actf(m, C, "bwd%d.dln2", p);
+        m->bwd[p].dln1 = actf(m, C, "bwd%d.dln1", p);
+        m->bwd[p].datty = actf(m, C, "bwd%d.datty", p);
+        m->bwd[p].dqkv = actf(m, 3 * C, "bwd%d.dqkv", p);
+    }
+    m->branch_out = act(m, "branch_out", C);
+    m->lnf = act(m, "lnf", C);
+    m->lnf_mean = act(m, "lnf_mean", 1);
+    m->lnf_rstd = act(m, "lnf_rstd", 1);
+    m->logits = act(m, "logits", c->vocab_size);
+    m->losses = act(m, "losses", 1);
+    m->xent_lse = act(m, "xent_lse", 1);
+    m->dlnf = act(m, "dlnf", C);
+    m->dtop = act(m, "dtop", C);
+    m->loss_sum = hx_graph_tensor(m->g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+    m->gnorm_sumsq = hx_graph_tensor(m->g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+}
+
+static void emit_forward(struct hx_gpt *m, int mb)
+{
+    const struct hx_gpt_config *c = &m->cfg;
+    hx_graph_t g = m->g;
+    hx_tensor_t *P = m->params;
+    g->cur.phase = HX_PHASE_FORWARD;
+    g->cur.microbatch = mb;
+    g->cur.layer = -1;
+    hx_embed_fwd(g, m->emb, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
+    hx_tensor_t x = m->emb;
+    for (int l = 0; l < c->num_layers; l++) {
+        struct gpt_layer_acts *a = &m->layers[l];
+        g->cur.layer = l;
+        hx_layernorm_fwd(g, a->ln1, a->ln1_mean, a->ln1_rstd, x, P[P_LAYER(l, P_LN1_W)],
+                         P[P_LAYER(l, P_LN1_B)], c->ln_eps);
+        hx_linear_fwd(g, a->qkv, a->ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
+        hx_attention_fwd(g, a->atty, a->att_lse, a->qkv, c->seq_len, c->num_heads,
+                         c->attn_block);
+        hx_linear_fwd(g, m->branch_out, a->atty, P[P_LAYER(l, P_PROJ_W)],
+                      P[P_LAYER(l, P_PROJ_B)]);
+        hx_add(g, a->res_mid, x, m->branch_out);
+        hx_layernorm_fwd(g, a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid,
+                         P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], c->ln_eps);
+        hx_linear_fwd(g, a->fch, a->ln2, P[P_LAYER(l, P_FC_W)], P[P_LAYER(l, P_FC_B)]);
+        hx_gelu_fwd(g, a->fch_gelu, a->fch);
+        hx_linear_fwd(g, m->branch_out, a->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
+                      P[P_LAYER(l, P_FCPROJ_B)]);
+        hx_add(g, m->res_out[l], a->res_mid, m->branch_out);
+        x = m->res_out[l];
+    }
+    g->cur.layer = -1;
+    hx_layernorm_fwd(g, m->lnf, m->lnf_mean, m->lnf_rstd, x, P[m->nparams - 2],
+                     P[m->nparams - 1], c->ln_eps);
+    hx_linear_fwd(g, m->logits, m->lnf, P[P_WTE], NULL);
+    hx_xent_fwd(g, m->losses, m->xent_lse, m->logits, m->targets[mb]);
+    hx_reduce(g, m->loss_sum, m->losses, 0);
+}
+
+int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx_optim_config *o)
+{
+    int ret = hx_gpt_config_check(cfg);
+    if (ret != HX_OK) {
+        return ret;
+    }
+    struct hx_gpt *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->g = hx_graph_create()) == NULL) {
+        free(m);
+        return HX_ERR(HX_ENOMEM, "GPT model struct");
+    }
+    m->cfg = *cfg;
+    m->opt = *o;
+    if (m->cfg.max_seq_len == 0) {
+        m->cfg.max_seq_len = cfg->seq_len;
+    }
+    if (m->cfg.tile_seqs == 0 || m->cfg.tile_seqs > cfg->micro_batch_size) {
+        m->cfg.tile_seqs = cfg->tile_seqs == 0 ? 1 : cfg->micro_batch_size;
+    }
+    if (m->cfg.ln_eps == 0) {
+        m->cfg.ln_eps = 1e-5f;
+    }
+    m->N = cfg->seq_len * cfg->micro_batch_size;
+    make_params(m);
+    make_activations(m);
+
+    hx_gpt_emit_zero(m);
+    for (int mb = 0; mb < cfg->num_micro_batches; mb++) {
+        emit_forward(m, mb);
+        hx_gpt_emit_backward(m, mb);
+    }
+    hx_gpt_emit_grad_norm(m);
+    m->first_opt_node = m->g->nnodes;
+    hx_gpt_emit_adamw(m);
+    *out = m;
+    return HX_OK;
+}
+
+void hx_gpt_destroy(hx_gpt_t m)
+{
+    if (m == NULL) {
+        return;
+    }
+    hx_graph_destroy(m->g);
+    free(m->params);
+    free(m->grads);
+    free(m->adam_m);
+    free(m->adam_v);
+    free(m->tokens);
+    free(m->targets);
+    free(m->res_out);
+    free(m->layers);
+    free(m);
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* graphs/graph.c: building the IR.  Tensors and nodes are appended in order; the node
+ * order is the sequential task flow every rank submits.  Shapes and buffer counts are checked
+ * here, at build time, so a wrong graph never reaches StarPU.  Test: tests/graphs/ir_topology.c */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets/codelets.h"
+#include "helix/error.h"
+#include "helix/graph.h"
+
+hx_graph_t hx_graph_create(void)
+{
+    hx_graph_t g = calloc(1, sizeof *g);
+    if (g == NULL) {
+        return NULL;
+    }
+    g->cur.phase = HX_PHASE_FORWARD;
+    g->cur.layer = -1;
+    g->cur.strand = HX_STRAND_NONE;
+    return g;
+}
+
+void hx_graph_destroy(hx_graph_t g)
+{
+    if (g == NULL) {
+        return;
+    }
+    for (int i = 0; i < g->ntensors; i++) {
+        hx_tensor_release(g->tensors[i]);
+        free(g->tensors[i]);
+    }
+    free(g->tensors);
+    free(g->nodes);
+    free(g);
+}
+
+static void *grow(void *p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) {
+        return p;
+    }
+    int ncap = *cap ? *cap * 2 : 64;
+    while (ncap < need) {
+        ncap *= 2;
+    }
+    void *q = realloc(p, (size_t)ncap * elem);
+    HX_ASSERT(q != NULL, "out of memory growing the graph to %d entries", ncap);
+    *cap = ncap;
+    return q;
+}
+
+struct hx_tensor *hx_graph_tensor(hx_graph_t g, const char *name, enum hx_dtype dt,
+                                  enum hx_tensor_role role, int rows, int cols, int tile_rows)
+{
+    HX_ASSERT(rows > 0 && cols > 0, "tensor %s: shape (%d, %d) must be positive", name, rows,
+              cols);
+    HX_ASSERT(hx_graph_find(g, name) == NULL, "tensor name %s used twice", name);
+    struct hx_tensor *t = calloc(1, sizeof *t);
+    HX_ASSERT(t != NULL, "out of memory for tensor %s", name);
+    g->tensors = grow(g->tensors, &g->cap_tensors, g->ntensors + 1, sizeof *g->tensors);
+    t->id = g->ntensors;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->dtype = dt;
+    t->role = role;
+    t->rows = rows;
+    t->cols = cols;
+    t->tile_rows = (tile_rows <= 0 || tile_rows > rows) ? rows : tile_rows;
+    t->ntiles = (rows + t->tile_rows - 1) / t->tile_rows;
+    t->grad_of = -1;
+    g->tensors[g->ntensors++] = t;
+    return t;
+}
+
+struct hx_tensor *hx_graph_find(hx_graph_t g, const char *name)
+{
+    for (int i = 0; i < g->ntensors; i++) {
+        if (strcmp(g->tensors[i]->name, name) == 0) {
+            return g->tensors[i];
+        }
+    }
+    return NULL;
+}
+
+struct hx_node *hx_graph_add(hx_graph_t g, enum hx_op op, const union hx_op_args *args,
+                             int nrefs, const struct hx_ref *refs, double flops, double bytes)
+{
+    const struct hx_op_info *info = hx_op_info(op);
+    HX_ASSERT(nrefs >= info->min_refs && nrefs <= info->max_refs,
+              "%s takes %d..%d buffers, got %d", info->name, info->min_refs, info->max_refs,
+              nrefs);
+    for (int i = 0; i < nrefs; i++) {
+        HX_ASSERT(refs[i].tensor >= 0 && refs[i].tensor < g->ntensors, "%s: buffer %d names "
+                  "tensor %d of %d", info->name, i, refs[i].tensor, g->ntensors);
+        const struct hx_tensor *t = g->tensors[refs[i].tensor];
+        HX_ASSERT(refs[i].tile >= 0 && refs[i].tile < t->ntiles, "%s: buffer %d is tile %d of "
+                  "%s, which has %d", info->name, i, refs[i].tile, t->name, t->ntiles);
+    }
+    g->nodes = grow(g->nodes, &g->cap_nodes, g->nnodes + 1, sizeof *g->nodes);
+    struct hx_node *n = &g->nodes[g->nnodes];
+    memset(n, 0, sizeof *n);
+    n->id = g->nnodes++;
+    n->op = op;
+    n->kind = HX_KIND_COMPUTE;
+    n->lane = HX_LANE_COMPUTE;
+    n->phase = g->cur.phase;
+    n->layer = g->cur.layer;
+    n->microbatch = g->cur.microbatch;
+    n->strand = g->cur.strand;
+    n->segment = -1;
+    n->priority = g->cur.priority;
+    n->flops = flops;
+    n->bytes = bytes;
+    n->nrefs = nrefs;
+    memcpy(n->refs, refs, sizeof *refs * (size_t)nrefs);
+    if (args != NULL) {
+        n->args = *args;
+    }
+    return n;
+}
+
+int hx_graph_realize(hx_graph_t g)
+{
+    for (int i = 0; i < g->ntensors; i++) {
+        int ret = hx_tensor_realize(g->tensors[i]);
+        if (ret != HX_OK) {
+            return ret;
+        }
+    }
+    return HX_OK;
+}

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/* graphs/layers.c: the layer builders of include/helix/layers.h.  Each emits one node per
+ * row tile (a tile holds whole sequences), so tiles run in parallel and the tile split, fixed
+ * by the configuration, fixes every reduction order.  Misuse (mismatched shapes or tilings)
+ * is a bug in the caller and asserts with the shapes.  Flops and bytes feed the planner.
+ * Test: tests/graphs/gpt_grad_fd.c, tests/graphs/torch_parity.c (through the GPT builder). */
+#include "helix/error.h"
+#include "helix/layers.h"
+
+#define F4 4.0 /* bytes per float */
+
+static void same_tiling(const struct hx_tensor *a, const struct hx_tensor *b)
+{
+    HX_ASSERT(a->rows == b->rows && a->tile_rows == b->tile_rows,
+              "%s (%d rows, tiles of %d) and %s (%d rows, tiles of %d) must share row tiles",
+              a->name, a->rows, a->tile_rows, b->name, b->rows, b->tile_rows);
+}
+
+static void single_tile(const struct hx_tensor *t)
+{
+    HX_ASSERT(t->ntiles == 1, "%s (%d x %d) must be one tile, has %d", t->name, t->rows,
+              t->cols, t->ntiles);
+}
+
+static void shape(const struct hx_tensor *t, int rows, int cols)
+{
+    HX_ASSERT(t->rows == rows && t->cols == cols, "%s is (%d x %d), expected (%d x %d)", t->name,
+              t->rows, t->cols, rows, cols);
+}
+
+void hx_linear_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b)
+{
+    int C = inp->cols, OC = w->rows;
+    shape(w, OC, C);
+    shape(out, inp->rows, OC);
+    same_tiling(out, inp);
+    single_tile(w);
+    if (b != NULL) {
+        shape(b, 1, OC);
+    }
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .mm = { .transa = 0, .transb = 1, .m = rows, .n = OC, .k = C,
+                                       .alpha = 1.0f, .beta = 0.0f, .has_bias = b != NULL } };
+        struct hx_ref refs[4] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
+                                  hx_ref_of(out, i, HX_W) };
+        if (b != NULL) {
+            refs[3] = hx_ref_of(b, 0, HX_R);
+        }
+        hx_graph_add(g, HX_OP_MATMUL, &a, b != NULL ? 4 : 3, refs, 2.0 * rows * OC * C,
+                     F4 * ((double)rows * C + (double)OC * C + (double)rows * OC));
+    }
+}
+
+void hx_linear_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t w)
+{
+    int OC = w->rows, C = w->cols;
+    shape(dout, dout->rows, OC);
+    shape(dinp, dout->rows, C);
+    same_tiling(dinp, dout);
+    single_tile(w);
+    for (int i = 0; i < dout->ntiles; i++) {
+        int rows = hx_tile_nrows(dout, i);
+        union hx_op_args a = { .mm = { .transa = 0, .transb = 0, .m = rows, .n = C, .k = OC,
+                                       .alpha = 1.0f, .beta = 0.0f } };
+        struct hx_ref refs[3] = { hx_ref_of(dout, i, HX_R), hx_ref_of(w, 0, HX_R),
+                                  hx_ref_of(dinp, i, HX_W) };
+        hx_graph_add(g, HX_OP_MATMUL, &a, 3, refs, 2.0 * rows * OC * C,
+                     F4 * ((double)rows * C + (double)OC * C + (double)rows * OC));
+    }
+}
+
+void hx_linear_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tensor_t dout,
+                          hx_tensor_t inp)
+{
+    int OC = dout->cols, C = inp->cols;
+    shape(dw, OC, C);
+    same_tiling(dout, inp);
+    single_tile(dw);
+    for (int i = 0; i < dout->ntiles; i++) {
+        int rows = hx_tile_nrows(dout, i);
+        union hx_op_args a = { .mm = { .transa = 1, .transb = 0, .m = OC, .n = C, .k = rows,
+                                       .alpha = 1.0f, .beta = 1.0f } };
+        struct hx_ref refs[3] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
+                                  hx_ref_of(dw, 0, HX_RW) };
+        hx_graph_add(g, HX_OP_MATMUL, &a, 3, refs, 2.0 * rows * OC * C,
+                     F4 * ((double)rows * C + 2.0 * OC * C + (double)rows * OC));
+        if (db != NULL) {
+            shape(db, 1, OC);
+            union hx_op_args ab = { .rows = { .rows = rows, .cols = OC } };
+            struct hx_ref rb[2] = { hx_ref_of(dout, i, HX_R), hx_ref_of(db, 0, HX_RW) };
+            hx_graph_add(g, HX_OP_BIAS_BWD, &ab, 2, rb, (double)rows * OC,
+                         F4 * ((double)rows * OC + 2.0 * OC));
+        }
+    }
+}
+
+void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
+                      hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b, float eps)
+{
+    int C = inp->cols;
+    shape(out, inp->rows, C);
+    shape(mean, inp->rows, 1);
+    shape(rstd, inp->rows, 1);
+    shape(w, 1, C);
+    shape(b, 1, C);
+    same_tiling(out, inp);
+    same_tiling(mean, inp);
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = C, .eps = eps } };
+        struct hx_ref refs[6] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
+                                  hx_ref_of(b, 0, HX_R), hx_ref_of(out, i, HX_W),
+                                  hx_ref_of(mean, i, HX_W), hx_ref_of(rstd, i, HX_W) };
+        hx_graph_add(g, HX_OP_LAYERNORM_FWD, &a, 6, refs, 8.0 * rows * C, F4 * 2.0 * rows * C);
+    }
+}
+
+void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
+                           hx_tensor_t w, hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid)
+{
+    int C = inp->cols;
+    same_tiling(dinp, inp);
+    same_tiling(dout, inp);
+    shape(dinp, inp->rows, C);
+    if (resid != NULL) {
+        same_tiling(resid, inp);
+        shape(resid, inp->rows, C);
+    }
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = C, .has_resid = resid != NULL } };
+        struct hx_ref refs[7] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
+                                  hx_ref_of(w, 0, HX_R), hx_ref_of(mean, i, HX_R),
+                                  hx_ref_of(rstd, i, HX_R), hx_ref_of(dinp, i, HX_W) };
+        if (resid != NULL) {
+            refs[6] = hx_ref_of(resid, i, HX_R);
+        }
+        hx_graph_add(g, HX_OP_LAYERNORM_BWD_DATA, &a, resid != NULL ? 7 : 6, refs,
+                     10.0 * rows * C, F4 * (resid != NULL ? 4.0 : 3.0) * rows * C);
+    }
+}
+
+void hx_layernorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tensor_t dout,
+                             hx_tensor_t inp, hx_tensor_t mean, hx_tensor_t rstd)
+{
+    int C = inp->cols;
+    same_tiling(dout, inp);
+    shape(dw, 1, C);
+    shape(db, 1, C);
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = C } };
+        struct hx_ref refs[6] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
+                                  hx_ref_of(mean, i, HX_R), hx_ref_of(rstd, i, HX_R),
+                                  hx_ref_of(dw, 0, HX_RW), hx_ref_of(db, 0, HX_RW) };
+        hx_graph_add(g, HX_OP_LAYERNORM_BWD_WEIGHT, &a, 6, refs, 5.0 * rows * C,
+                     F4 * 2.0 * rows * C);
+    }
+}
+
+void hx_gelu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp)
+{
+    same_tiling(out, inp);
+    shape(out, inp->rows, inp->cols);
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = inp->cols } };
+        struct hx_ref refs[2] = { hx_ref_of(inp, i, HX_R), hx_ref_of(out, i, HX_W) };
+        hx_graph_add(g, HX_OP_GELU_FWD, &a, 2, refs, 10.0 * rows * inp->cols,
+                     F4 * 2.0 * rows * inp->cols);
+    }
+}
+
+void hx_gelu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t dout)
+{
+    same_tiling(dinp, inp);
+    same_tiling(dout, inp);
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = inp->cols } };
+        struct hx_ref refs[3] = { hx_ref_of(inp, i, HX_R), hx_ref_of(dout, i, HX_R),
+                                  hx_ref_of(dinp, i, HX_W) };
+        hx_graph_add(g, HX_OP_GELU_BWD, &a, 3, refs, 14.0 * rows * inp->cols,
+                     F4 * 3.0 * rows * inp->cols);
+    }
+}
+
+/* Causal attention flops: QK^T and PV each 2*T*T*hs per head, halved by the mask. */
+static double attention_flops(int nseq, int T, int C)
+{
+    return 2.0 * nseq * (double)T * T * C;
+}
+
+static void attention_check(hx_tensor_t qkv, int T, int NH)
+{
+    int C = qkv->cols / 3;
+    HX_ASSERT(qkv->cols == 3 * C && C % NH == 0, "%s: %d columns is not 3 x C with C divisible "
+              "by %d heads", qkv->name, qkv->cols, NH);
+    HX_ASSERT(qkv->tile_rows % T == 0 && qkv->rows % T == 0, "%s: row tiles of %d (rows %d) "
+              "must hold whole sequences of T=%d", qkv->name, qkv->tile_rows, qkv->rows, T);
+}
+
+void hx_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv, int T,
+                      int NH, int block)
+{
+    int C = qkv->cols / 3;
+    attention_check(qkv, T, NH);
+    shape(out, qkv->rows, C);
+    shape(lse, qkv->rows, NH);
+    same_tiling(out, qkv);
+    same_tiling(lse, qkv);
+    for (int i = 0; i < qkv->ntiles; i++) {
+        int nseq = hx_tile_nrows(qkv, i) / T;
+        union hx_op_args a = { .attn = { .nseq = nseq, .T = T, .C = C, .NH = NH,
+                                         .block = block > 0 ? block : 64 } };
+        struct hx_ref refs[3] = { hx_ref_of(qkv, i, HX_R), hx_ref_of(out, i, HX_W),
+                                  hx_ref_of(lse, i, HX_W) };
+        hx_graph_add(g, HX_OP_ATTENTION_FWD, &a, 3, refs, attention_flops(nseq, T, C),
+                     F4 * 4.0 * nseq * T * C);
+    }
+}
+
+void hx_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
+                      hx_tensor_t dout, hx_tensor_t lse, int T, int NH, int block)
+{
+    int C = qkv->cols / 3;
+    attention_check(qkv, T, NH);
+    same_tiling(dqkv, qkv);
+    same_tiling(dout, qkv);
+    shape(dqkv, qkv->rows, 3 * C);
+    for (int i = 0; i < qkv->ntiles; i++) {
+        int nseq = hx_tile_nrows(qkv, i) / T;
+        union hx_op_args a = { .attn = { .nseq = nseq, .T = T, .C = C, .NH = NH,
+                                         .block = block > 0 ? block : 64 } };
+        struct hx_ref refs[5] = { hx_ref_of(qkv, i, HX_R), hx_ref_of(out, i, HX_R),
+                                  hx_ref_of(dout, i, HX_R), hx_ref_of(lse, i, HX_R),
+                                  hx_ref_of(dqkv, i, HX_W) };
+        /* recomputes QK^T, then dV, dP, dQ, dK: 2.5x the forward */
+        hx_graph_add(g, HX_OP_ATTENTION_BWD, &a, 5, refs, 2.5 * attention_flops(nseq, T, C),
+                     F4 * 8.0 * nseq * T * C);
+    }
+}
+
+void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b)
+{
+    same_tiling(out, a);
+    same_tiling(out, b);
+    shape(a, out->rows, out->cols);
+    shape(b, out->rows, out->cols);
+    for (int i = 0; i < out->ntiles; i++) {
+        int rows = hx_tile_nrows(out, i);
+        union hx_op_args args = { .rows = { .rows = rows, .cols = out->cols } };
+        struct hx_ref refs[3] = { hx_ref_of(a, i, HX_R), hx_ref_of(b, i, HX_R),
+                                  hx_ref_of(out, i, HX_W) };
+        hx_graph_add(g, HX_OP_ADD, &args, 3, refs, (double)rows * out->cols,
+                     F4 * 3.0 * rows * out->cols);
+    }
+}
+
+void hx_xent_fwd(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
+                 hx_tensor_t targets)
+{
+    int V = logits->cols;
+    same_tiling(losses, logits);
+    same_tiling(lse, logits);
+    same_tiling(targets, logits);
+    HX_ASSERT(targets->dtype == HX_I32, "%s must be int32 token ids", targets->name);
+    for (int i = 0; i < logits->ntiles; i++) {
+        int rows = hx_tile_nrows(logits, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = V } };
+        struct hx_ref refs[4] = { hx_ref_of(logits, i, HX_R), hx_ref_of(targets, i, HX_R),
+                                  hx_ref_of(losses, i, HX_W), hx_ref_of(lse, i, HX_W) };
+        hx_graph_add(g, HX_OP_XENT_FWD, &a, 4, refs, 3.0 * rows * V, F4 * (double)rows * V);
+    }
+}
+
+void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t targets,
+                 float scale)
+{
+    same_tiling(lse, logits);
+    same_tiling(targets, logits);
+    for (int i = 0; i < logits->ntiles; i++) {
+        int rows = hx_tile_nrows(logits, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = logits->cols, .scale = scale } };
+        struct hx_ref refs[3] = { hx_ref_of(logits, i, HX_RW), hx_ref_of(targets, i, HX_R),
+                                  hx_ref_of(lse, i, HX_R) };
+        hx_graph_add(g, HX_OP_XENT_BWD, &a, 3, refs, 3.0 * rows * logits->cols,
+                     F4 * 2.0 * rows * logits->cols);
+    }
+}
+
+void hx_embed_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte,
+                  hx_tensor_t wpe, int T)
+{
+    int C = wte->cols;
+    same_tiling(out, tokens);
+    shape(out, tokens->rows, C);
+    single_tile(wte);
+    single_tile(wpe);
+    HX_ASSERT(wpe->rows >= T && out->tile_rows % T == 0, "embedding: wpe has %d positions for "
+              "T=%d; tiles of %d rows must hold whole sequences", wpe->rows, T, out->tile_rows);
+    for (int i = 0; i < out->ntiles; i++) {
+        int rows = hx_tile_nrows(out, i);
+        union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = wte->rows } };
+        struct hx_ref refs[4] = { hx_ref_of(tokens, i, HX_R), hx_ref_of(wte, 0, HX_R),
+                                  hx_ref_of(wpe, 0, HX_R), hx_ref_of(out, i, HX_W) };
+        hx_graph_add(g, HX_OP_EMBED_FWD, &a, 4, refs, (double)rows * C, F4 * 3.0 * rows * C);
+    }
+}
+
+void hx_embed_bwd(hx_graph_t g, hx_tensor_t dwte, hx_tensor_t dwpe, hx_tensor_t dout,
+                  hx_tensor_t tokens, int T)
+{
+    int C = dwte->cols;
+    same_tiling(dout, tokens);
+    for (int i = 0; i < dout->ntiles; i++) {
+        int rows = hx_tile_nrows(dout, i);
+        union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = dwte->rows } };
+        struct hx_ref refs[4] = { hx_ref_of(dout, i, HX_R), hx_ref_of(tokens, i, HX_R),
+                                  hx_ref_of(dwte, 0, HX_RW), hx_ref_of(dwpe, 0, HX_RW) };
+        hx_graph_add(g, HX_OP_EMBED_BWD, &a, 4, refs, 2.0 * rows * C, F4 * 5.0 * rows * C);
+    }
+}
+
+void hx_reduce(hx_graph_t g, hx_tensor_t acc, hx_tensor_t x, int sumsq)
+{
+    HX_ASSERT(acc->dtype == HX_F64 && acc->rows == 1 && acc->cols == 1, "%s must be a (1,1) "
+              "f64 accumulator", acc->name);
+    for (int i = 0; i < x->ntiles; i++) {
+        int rows = hx_tile_nrows(x, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = x->cols, .sumsq = sumsq } };
+        struct hx_ref refs[2] = { hx_ref_of(x, i, HX_R), hx_ref_of(acc, 0, HX_RW) };
+        hx_graph_add(g, HX_OP_REDUCE, &a, 2, refs, 2.0 * rows * x->cols,
+                     F4 * (double)rows * x->cols);
+    }
+}
+
+void hx_fill(hx_graph_t g, hx_tensor_t t, float value)
+{
+    HX_ASSERT(t->dtype == HX_F32 || (t->dtype == HX_F64 && value == 0.0f),
+              "fill of %s: f32 tensors, or f64 with zero", t->name);
+    for (int i = 0; i < t->ntiles; i++) {
+        int rows = hx_tile_nrows(t, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = t->cols, .value = value } };
+        struct hx_ref refs[1] = { hx_ref_of(t, i, HX_W) };
+        hx_graph_add(g, HX_OP_FILL, &a, 1, refs, 0.0,
+                     (double)hx_dtype_size(t->dtype) * rows * t->cols);
+    }
+}
+
+void hx_adamw(hx_graph_t g, hx_tensor_t param, hx_tensor_t grad, hx_tensor_t m, hx_tensor_t v,
+              hx_tensor_t gnorm_sumsq, const struct hx_adamw_args *args)
+{
+    single_tile(param);
+    shape(grad, param->rows, param->cols);
+    shape(m, param->rows, param->cols);
+    shape(v, param->rows, param->cols);
+    union hx_op_args a = { .adamw = *args };
+    a.adamw.n = param->rows * param->cols;
+    struct hx_ref refs[5] = { hx_ref_of(param, 0, HX_RW), hx_ref_of(grad, 0, HX_R),
+                              hx_ref_of(m, 0, HX_RW), hx_ref_of(v, 0, HX_RW),
+                              hx_ref_of(gnorm_sumsq, 0, HX_R) };
+    hx_graph_add(g, HX_OP_ADAMW, &a, 5, refs, 12.0 * a.adamw.n, F4 * 7.0 * a.adamw.n);
+}

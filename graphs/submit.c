@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* graphs/submit.c: the IR handed to StarPU.  Each node becomes one task whose codelet is the
+ * op's, whose buffers are the node's tiles with the node's access modes, and whose cl_arg
+ * and sched_data are the node itself, so a codelet reads its arguments and a policy classifies
+ * the task in O(1).  StarPU derives the same dependencies as hx_graph_deps from the order. */
+#include <string.h>
+
+#include <starpu.h>
+
+#include "codelets/codelets.h"
+#include "helix/error.h"
+#include "helix/graph.h"
+
+static enum starpu_data_access_mode starpu_mode(enum hx_access m)
+{
+    return m == HX_RW ? STARPU_RW : (m == HX_W ? STARPU_W : STARPU_R);
+}
+
+int hx_graph_submit(hx_graph_t g, int first, int last)
+{
+    if (first < 0) {
+        first = 0;
+    }
+    if (last < 0 || last > g->nnodes) {
+        last = g->nnodes;
+    }
+    for (int i = first; i < last; i++) {
+        struct hx_node *n = &g->nodes[i];
+        const struct hx_op_info *info = hx_op_info(n->op);
+        struct starpu_task *t = starpu_task_create();
+        t->cl = info->cl;
+        t->cl_arg = n;
+        t->cl_arg_size = 0;
+        t->cl_arg_free = 0;
+        t->sched_data = n;
+        t->priority = n->priority;
+        t->name = info->name;
+        t->nbuffers = n->nrefs;
+        for (int r = 0; r < n->nrefs; r++) {
+            const struct hx_tensor *tensor = g->tensors[n->refs[r].tensor];
+            HX_ASSERT(tensor->handles != NULL, "node %d (%s) uses tensor %s before "
+                      "hx_graph_realize", i, info->name, tensor->name);
+            STARPU_TASK_SET_HANDLE(t, (starpu_data_handle_t)tensor->handles[n->refs[r].tile], r);
+            STARPU_TASK_SET_MODE(t, starpu_mode(n->refs[r].mode), r);
+        }
+        int ret = starpu_task_submit(t);
+        if (ret != 0) {
+            return HX_ERR(HX_ERUNTIME, "starpu_task_submit(node %d: %s, layer %d) failed: %s", i,
+                          info->name, n->layer, strerror(-ret));
+        }
+    }
+    return HX_OK;
+}
+
+int hx_graph_wait(hx_graph_t g)
+{
+    (void)g;
+    starpu_task_wait_for_all();
+    return hx_run_status();
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/gpt.h
+ * @brief A GPT-2 style model as one training-step graph: token + learned position
+ *        embeddings, pre-LayerNorm blocks (causal multi-head self-attention, GELU MLP), final
+ *        LayerNorm, LM head tied to the token embedding, softmax cross-entropy, the full
+ *        backward with gradient accumulation over micro-batches, global-norm clipping and
+ *        AdamW with decoupled weight decay under a warmup + cosine learning rate.
+ *
+ * Shapes: V vocabulary, C hidden, L layers, NH heads (hs = C/NH), T sequence length,
+ * B sequences per micro-batch, M micro-batches per step, N = B*T rows per micro-batch.
+ * Parameters, in the order of hx_gpt_param() (and of checkpoints and tests/reference):
+ *   wte (V,C), wpe (maxT,C), then per layer ln1_w, ln1_b (1,C), qkv_w (3C,C), qkv_b (1,3C),
+ *   proj_w (C,C), proj_b (1,C), ln2_w, ln2_b (1,C), fc_w (4C,C), fc_b (1,4C),
+ *   fcproj_w (C,4C), fcproj_b (1,C); then lnf_w, lnf_b (1,C).
+ */
+#ifndef HELIX_GPT_H
+#define HELIX_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "helix/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hx_gpt_config {
+    int vocab_size;        /**< V (256 for bytes) */
+    int max_seq_len;       /**< rows of the position embedding; 0 = seq_len */
+    int num_layers;        /**< L */
+    int num_heads;         /**< NH */
+    int hidden_size;       /**< C */
+    int seq_len;           /**< T */
+    int micro_batch_size;  /**< B sequences per micro-batch */
+    int num_micro_batches; /**< M micro-batches accumulated per step */
+    int tile_seqs;         /**< sequences per row tile; 0 = 1 (one task per sequence) */
+    int attn_block;        /**< attention query/key block; 0 = 64 */
+    float ln_eps;          /**< LayerNorm epsilon; 0 = 1e-5 */
+};
+
+struct hx_optim_config {
+    float lr, min_lr;         /**< peak and final learning rate */
+    int warmup_iters;         /**< linear warmup steps */
+    int decay_iters;          /**< step at which the cosine reaches min_lr */
+    float beta1, beta2, eps;  /**< Adam */
+    float weight_decay;       /**< decoupled, on 2-D weights only (not biases, LayerNorm) */
+    float clip_grad;          /**< global-norm clip; <= 0 disables */
+};
+
+/** Megatron-style defaults: lr 6e-4, min_lr 6e-5, betas 0.9/0.95, eps 1e-8, wd 0.1, clip 1. */
+void hx_optim_config_default(struct hx_optim_config *o, int train_iters);
+
+/** Check a configuration; on error prints what is wrong and how to fix it. */
+int hx_gpt_config_check(const struct hx_gpt_config *c);
+
+struct hx_gpt;
+typedef struct hx_gpt *hx_gpt_t;
+
+/** Per-step results read back after the step's tasks finished. */
+struct hx_step_result {
+    double loss;       /**< mean cross-entropy over the M*B*T tokens of the step */
+    double grad_norm;  /**< global L2 norm of the gradients before clipping */
+    float lr;          /**< learning rate used by this step */
+};
+
+/**
+ * Build the graph of one training step (no memory is allocated, StarPU is not needed).
+ * @return HX_OK or HX_EINVAL (message already printed).
+ */
+int hx_gpt_build(hx_gpt_t *m, const struct hx_gpt_config *c, const struct hx_optim_config *o);
+void hx_gpt_destroy(hx_gpt_t m);
+
+/** The step graph (read-only use: planners, DOT export, tests). */
+hx_graph_t hx_gpt_graph(hx_gpt_t m);
+const struct hx_gpt_config *hx_gpt_config_of(hx_gpt_t m);
+/** Number of parameter tensors and of parameter elements (wte counted once). */
+int hx_gpt_num_param_tensors(hx_gpt_t m);
+size_t hx_gpt_num_params(hx_gpt_t m);
+/** Parameter i, its gradient and Adam moments, in the documented order. */
+hx_tensor_t hx_gpt_param(hx_gpt_t m, int i);
+hx_tensor_t hx_gpt_grad(hx_gpt_t m, int i);
+hx_tensor_t hx_gpt_adam_m(hx_gpt_t m, int i);
+hx_tensor_t hx_gpt_adam_v(hx_gpt_t m, int i);
+/** Nodes [0, n) compute the gradients; the rest is the optimizer. */
+int hx_gpt_first_optimizer_node(hx_gpt_t m);
+
+/** Allocate and register every tensor.  @note after hx_runtime_init. */
+int hx_gpt_realize(hx_gpt_t m);
+/** GPT-2 initialisation from @p seed: N(0, 0.02) weights, residual projections
+ *  N(0, 0.02/sqrt(2L)), zero biases, unit LayerNorm weights; Adam moments zeroed. */
+void hx_gpt_init_params(hx_gpt_t m, uint64_t seed);
+
+/**
+ * Copy the step's tokens and targets (M*B*T int32 each, micro-batch major) into the graph.
+ * Every id is checked against V first.  @return HX_OK or HX_EINVAL.
+ */
+int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets);
+
+/**
+ * One training step: forward and backward of every micro-batch, clipping and AdamW with the
+ * learning rate of 0-based @p step.  Waits for the tasks, then reads loss and norm back.
+ * @return HX_OK, a task's failure status, or HX_ENONFINITE when the loss is NaN/Inf (the
+ *         parameters have then been updated with non-finite values: reload a checkpoint).
+ */
+int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r);
+/** Forward and backward only (gradients of the batch, no update). */
+int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r);
+
+/** Learning rate of 0-based step @p s (warmup then cosine to min_lr). */
+float hx_lr_at(const struct hx_optim_config *o, int s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_GPT_H */

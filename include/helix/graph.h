@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/graph.h
+ * @brief The IR (design/architecture.md §1): a training step as plain data.
+ *
+ * A graph owns tensors and an ordered list of nodes.  One node is one task: an op, the tiles
+ * it reads and writes with their access modes, its arguments, and the metadata schedulers,
+ * planners and the simulator read (kind, lane, layer, micro-batch, strand, phase, flops,
+ * bytes, segment).  The node order is the sequential task flow: dependencies are the
+ * read/write conflicts on tiles in that order (hx_graph_deps), exactly as StarPU derives
+ * them at submission.  Building a graph never touches StarPU.
+ */
+#ifndef HELIX_GRAPH_H
+#define HELIX_GRAPH_H
+
+#include <stdio.h>
+
+#include "helix/ops.h"
+#include "helix/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hx_kind { HX_KIND_COMPUTE, HX_KIND_COMM };
+enum hx_lane { HX_LANE_COMPUTE, HX_LANE_COMM_INTRA, HX_LANE_COMM_INTER };
+enum hx_phase { HX_PHASE_FORWARD, HX_PHASE_BACKWARD_DATA, HX_PHASE_BACKWARD_WEIGHT, HX_PHASE_OPTIMIZER };
+enum hx_strand { HX_STRAND_NONE = -1, HX_STRAND_ALPHA = 0, HX_STRAND_BETA = 1 };
+enum hx_access { HX_R = 1, HX_W = 2, HX_RW = 3 };
+
+#define HX_NODE_MAXREFS 8
+
+/** One tile of one tensor, as a node accesses it. */
+struct hx_ref {
+    int tensor;           /**< tensor id in the graph */
+    int tile;             /**< row tile index */
+    enum hx_access mode;
+};
+
+struct hx_node {
+    int id;                     /**< position in submission order */
+    enum hx_op op;
+    enum hx_kind kind;
+    enum hx_lane lane;
+    enum hx_phase phase;
+    int layer;                  /**< transformer block, -1 for embedding/head/optimizer */
+    int microbatch;
+    int strand;                 /**< enum hx_strand */
+    int segment;                /**< pairing segment once a plan exists, else -1 */
+    int priority;               /**< StarPU priority (higher runs first) */
+    double flops;               /**< floating-point operations of this task */
+    double bytes;               /**< bytes read + written by this task */
+    int nrefs;
+    struct hx_ref refs[HX_NODE_MAXREFS];
+    union hx_op_args args;
+};
+
+/** Metadata stamped on every node added until changed (builders set it, then emit ops). */
+struct hx_cursor {
+    enum hx_phase phase;
+    int layer, microbatch, strand;
+    int priority;
+};
+
+struct hx_graph {
+    int ntensors, cap_tensors;
+    struct hx_tensor **tensors;
+    int nnodes, cap_nodes;
+    struct hx_node *nodes;
+    struct hx_cursor cur;
+};
+
+typedef struct hx_graph *hx_graph_t;
+
+hx_graph_t hx_graph_create(void);
+/** Frees nodes and tensors (releasing realized ones). */
+void hx_graph_destroy(hx_graph_t g);
+
+/**
+ * Add a tensor of (rows, cols) cut into row tiles of @p tile_rows (<= 0: one tile).
+ * @return the tensor (owned by the graph).  Names should be unique; shapes are checked.
+ */
+struct hx_tensor *hx_graph_tensor(hx_graph_t g, const char *name, enum hx_dtype dt,
+                                  enum hx_tensor_role role, int rows, int cols, int tile_rows);
+/** Tensor by name, or NULL. */
+struct hx_tensor *hx_graph_find(hx_graph_t g, const char *name);
+
+/**
+ * Append a node with the cursor's metadata.  @p refs has @p nrefs entries in the op's buffer
+ * order (include/helix/ops.h).  The returned pointer is valid until the next append.
+ */
+struct hx_node *hx_graph_add(hx_graph_t g, enum hx_op op, const union hx_op_args *args,
+                             int nrefs, const struct hx_ref *refs, double flops, double bytes);
+
+/** Shorthand for a tile reference. */
+static inline struct hx_ref hx_ref_of(const struct hx_tensor *t, int tile, enum hx_access mode)
+{
+    struct hx_ref r = { t->id, tile, mode };
+    return r;
+}
+
+/** Allocate and register every tensor (see hx_tensor_realize). */
+int hx_graph_realize(hx_graph_t g);
+
+/* ---- topology: dependencies implied by the sequential task flow ---- */
+
+/** Edges as CSR: the predecessors of node i are pred[off[i] .. off[i+1]-1], each < i. */
+struct hx_deps {
+    int n;
+    int *off;
+    int *pred;
+};
+
+/** Read-after-write, write-after-read and write-after-write dependencies on tiles. */
+int hx_graph_deps(const struct hx_graph *g, struct hx_deps *d);
+void hx_deps_free(struct hx_deps *d);
+/** Longest path in flops from any source (critical path), and per-node level (depth). */
+double hx_graph_critical_path(const struct hx_graph *g, const struct hx_deps *d, int *level);
+/** Checks that @p order (n node ids) is a topological order of @p d; returns 1 if so. */
+int hx_deps_is_topological(const struct hx_deps *d, const int *order);
+
+/** Write the graph in Graphviz DOT: one box per node, colored by phase, with its edges. */
+int hx_graph_write_dot(const struct hx_graph *g, FILE *f);
+
+/* ---- submission (runtime/submit.c) ---- */
+
+/**
+ * Submit every node in order as one StarPU task carrying the node (task->sched_data and
+ * cl_arg point to it); returns once all are queued.  Nodes [first, last) only, -1 = all.
+ * @return HX_OK or a negative status (reported).
+ */
+int hx_graph_submit(hx_graph_t g, int first, int last);
+/** Wait for all submitted tasks; @return the run status (HX_OK if no task failed). */
+int hx_graph_wait(hx_graph_t g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_GRAPH_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/helix.h
+ * @brief helix: transformer training as StarPU task graphs.  Include this one header.
+ *
+ * error.h    status codes, HX_ERR, logging
+ * runtime.h  StarPU lifecycle (workers, policy, BLAS threads)
+ * tensor.h   row-tiled tensors over StarPU handles
+ * ops.h      the operations of the IR and their arguments
+ * graph.h    the IR: nodes, dependencies, DOT export, submission
+ * layers.h   graph builders for transformer layers
+ * gpt.h      the GPT-2 training step
+ * sched.h    scheduling policies by name
+ * data.h     byte corpora and batches
+ */
+#ifndef HELIX_HELIX_H
+#define HELIX_HELIX_H
+
+#include "helix/data.h"
+#include "helix/error.h"
+#include "helix/gpt.h"
+#include "helix/graph.h"
+#include "helix/layers.h"
+#include "helix/ops.h"
+#include "helix/runtime.h"
+#include "helix/sched.h"
+#include "helix/tensor.h"
+
+#define HX_VERSION "0.1.0"
+
+#endif /* HELIX_HELIX_H */

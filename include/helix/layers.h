@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/layers.h
+ * @brief Graph builders for the layers of a transformer: each call appends the tasks of one
+ *        operation on whole tensors to a graph, one task per row tile, so a model reads like
+ *        its math.  None of them touches StarPU; hx_graph_submit does.
+ *
+ * Tensors passed together must share their row tiling (same rows and tile_rows); weights
+ * and biases are single-tile tensors.  Shapes: inp (N,C), w (OC,C) as in PyTorch's Linear,
+ * b (1,OC), out (N,OC).  Parameter gradients accumulate (+=) in tile order; activation
+ * gradients are written (=).  Nodes take the graph's cursor (phase, layer, micro-batch).
+ */
+#ifndef HELIX_LAYERS_H
+#define HELIX_LAYERS_H
+
+#include "helix/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** out = inp w^T [+ b]  (b may be NULL) */
+void hx_linear_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b);
+/** dinp = dout w */
+void hx_linear_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t w);
+/** dw += dout^T inp; db += column sums of dout (db may be NULL) */
+void hx_linear_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tensor_t dout,
+                          hx_tensor_t inp);
+
+/** out = LayerNorm(inp) w + b; mean, rstd (N,1) kept for the backward */
+void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
+                      hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b, float eps);
+/** dinp = [resid +] LayerNorm backward of dout (resid may be NULL: the residual stream's
+ *  gradient that flows around the block is added here, saving a separate add) */
+void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
+                           hx_tensor_t w, hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid);
+/** dw += sum over rows of dout * xhat; db += sum over rows of dout */
+void hx_layernorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tensor_t dout,
+                             hx_tensor_t inp, hx_tensor_t mean, hx_tensor_t rstd);
+
+/** out = gelu(inp) (tanh approximation) */
+void hx_gelu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp);
+/** dinp = gelu'(inp) dout */
+void hx_gelu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t dout);
+
+/** Causal self-attention of NH heads over sequences of T rows: qkv (N,3C) -> out (N,C),
+ *  lse (N,NH).  Row tiles must hold whole sequences.  block: query/key block (0 = 64). */
+void hx_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv, int T,
+                      int NH, int block);
+/** dqkv = attention backward (uses the forward's out and lse) */
+void hx_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
+                      hx_tensor_t dout, hx_tensor_t lse, int T, int NH, int block);
+
+/** out = a + b */
+void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b);
+
+/** losses (N,1) = cross-entropy of logits (N,V) against targets (N,1) i32; lse (N,1) kept */
+void hx_xent_fwd(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
+                 hx_tensor_t targets);
+/** logits := scale (softmax(logits) - onehot(targets)), in place */
+void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t targets,
+                 float scale);
+
+/** out = wte[tokens] + wpe[position], positions 0..T-1 within each sequence */
+void hx_embed_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte,
+                  hx_tensor_t wpe, int T);
+/** dwte[tokens] += dout; dwpe[position] += dout */
+void hx_embed_bwd(hx_graph_t g, hx_tensor_t dwte, hx_tensor_t dwpe, hx_tensor_t dout,
+                  hx_tensor_t tokens, int T);
+
+/** acc (1,1) f64 += sum(x) or sum(x^2), tile by tile in order */
+void hx_reduce(hx_graph_t g, hx_tensor_t acc, hx_tensor_t x, int sumsq);
+/** every element of t = value */
+void hx_fill(hx_graph_t g, hx_tensor_t t, float value);
+/** AdamW step of one parameter, clipped by the global norm whose square is in gnorm_sumsq.
+ *  args->n is filled in; lr and t are set per step by the training loop. */
+void hx_adamw(hx_graph_t g, hx_tensor_t param, hx_tensor_t grad, hx_tensor_t m, hx_tensor_t v,
+              hx_tensor_t gnorm_sumsq, const struct hx_adamw_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_LAYERS_H */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/ops.h
+ * @brief The operations of the IR: one enum value per codelet, with its arguments and the
+ *        order of its buffers.  Shapes use N = rows of a row tile (tokens), C = channels,
+ *        OC = output channels, V = vocabulary, T = sequence length, NH = heads, hs = C/NH.
+ *
+ * Gradient rule (llm.c): parameter gradients are accumulated (+=) by their backward-weight
+ * tasks, in submission order, so the graph fixes every reduction order; activation
+ * gradients are written (=) unless an op says it adds a residual.
+ */
+#ifndef HELIX_OPS_H
+#define HELIX_OPS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum hx_op {
+    /* C(m,n) = alpha * op(A) op(B) + beta * C [+ bias(n) on every row]
+     * buffers: A (R), B (R), C (W if beta == 0 else RW) [, bias (R)] */
+    HX_OP_MATMUL,
+    /* dbias(1,n) += column sums of dout(m,n).  buffers: dout (R), dbias (RW) */
+    HX_OP_BIAS_BWD,
+    /* out = LayerNorm(inp) * w + b, keeps mean and rstd for the backward.
+     * buffers: inp (N,C) R, w (1,C) R, b (1,C) R, out (N,C) W, mean (N,1) W, rstd (N,1) W */
+    HX_OP_LAYERNORM_FWD,
+    /* dinp = [resid +] dLN/dinp^T dout.
+     * buffers: dout R, inp R, w R, mean R, rstd R, dinp W [, resid (N,C) R] */
+    HX_OP_LAYERNORM_BWD_DATA,
+    /* dw += sum_rows dout * xhat, db += sum_rows dout.
+     * buffers: dout R, inp R, mean R, rstd R, dw (1,C) RW, db (1,C) RW */
+    HX_OP_LAYERNORM_BWD_WEIGHT,
+    /* out = gelu(inp), tanh approximation (GPT-2).  buffers: inp R, out W */
+    HX_OP_GELU_FWD,
+    /* dinp = gelu'(inp) * dout.  buffers: inp R, dout R, dinp W */
+    HX_OP_GELU_BWD,
+    /* Causal multi-head self-attention over nseq sequences of T tokens, blocked with an
+     * online softmax (flash-attention): never more than one (block x block) score tile.
+     * qkv (nseq*T, 3C) holds q | k | v, head h in columns h*hs .. (h+1)*hs of each part.
+     * buffers: qkv R, out (nseq*T, C) W, lse (nseq*T, NH) W  (log-sum-exp per query row) */
+    HX_OP_ATTENTION_FWD,
+    /* buffers: qkv R, out R, dout R, lse R, dqkv (nseq*T, 3C) W */
+    HX_OP_ATTENTION_BWD,
+    /* losses(N,1) = -log softmax(logits)[target]; lse kept for the backward.
+     * buffers: logits (N,V) R, targets (N,1) i32 R, losses (N,1) W, lse (N,1) W */
+    HX_OP_XENT_FWD,
+    /* logits := scale * (softmax(logits) - onehot(target)), in place.
+     * buffers: logits (N,V) RW, targets R, lse R */
+    HX_OP_XENT_BWD,
+    /* out[r] = wte[token[r]] + wpe[pos0 + r mod T].  buffers: tokens (N,1) i32 R, wte (V,C) R,
+     * wpe (maxT,C) R, out (N,C) W */
+    HX_OP_EMBED_FWD,
+    /* dwte[token[r]] += dout[r], dwpe[r mod T] += dout[r], rows in order.
+     * buffers: dout R, tokens R, dwte RW, dwpe RW */
+    HX_OP_EMBED_BWD,
+    /* out = a + b (residual connection).  buffers: a R, b R, out W */
+    HX_OP_ADD,
+    /* acc(1,1) f64 += sum(x) or sum(x^2) in double, elements in order.  buffers: x R, acc RW */
+    HX_OP_REDUCE,
+    /* Fill a tile with a constant.  buffers: x W */
+    HX_OP_FILL,
+    /* AdamW with decoupled weight decay and global-norm clipping: the clip factor
+     * min(1, max_norm / (sqrt(gnorm_sumsq) + 1e-6)) is computed from the reduced squared norm.
+     * buffers: param RW, grad R, m RW, v RW, gnorm_sumsq (1,1) f64 R */
+    HX_OP_ADAMW,
+    HX_OP_COUNT
+};
+
+struct hx_matmul_args {
+    int transa, transb; /**< 0 or 1 */
+    int m, n, k;        /**< C is (m,n); op(A) is (m,k); op(B) is (k,n) */
+    float alpha, beta;
+    int has_bias;       /**< add bias(1,n) to every row (requires beta == 0) */
+};
+
+struct hx_rows_args {     /* bias_bwd, layernorm_*, gelu_*, add, reduce, fill, xent_* */
+    int rows, cols;
+    float eps;            /**< layernorm epsilon */
+    float scale;          /**< xent_bwd: gradient scale (1 / tokens in the global batch) */
+    float value;          /**< fill value */
+    int has_resid;        /**< layernorm_bwd_data: add the residual gradient buffer */
+    int sumsq;            /**< reduce: 1 = sum of squares, 0 = sum */
+};
+
+struct hx_attention_args {
+    int nseq, T, C, NH;
+    int block;            /**< query/key block size of the blocked kernel */
+};
+
+struct hx_embed_args {
+    int rows, T, C, V;    /**< rows = nseq*T of this tile */
+};
+
+struct hx_adamw_args {
+    int n;                  /**< elements of the parameter */
+    float lr, beta1, beta2, eps, weight_decay;
+    float max_norm;         /**< global-norm clipping threshold; <= 0 disables clipping */
+    int t;                  /**< 1-based step for bias correction; set before each step */
+};
+
+union hx_op_args {
+    struct hx_matmul_args mm;
+    struct hx_rows_args rows;
+    struct hx_attention_args attn;
+    struct hx_embed_args emb;
+    struct hx_adamw_args adamw;
+};
+
+/** Stable name of an op ("matmul", "layernorm_fwd", ...), used for tasks, traces and DOT. */
+const char *hx_op_name(enum hx_op op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_OPS_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/runtime.h
+ * @brief Lifecycle of the StarPU runtime: CPU workers, scheduling policy, BLAS threading.
+ *
+ * hx_runtime_init starts StarPU with CPU workers only (Debian's StarPU has no CUDA workers),
+ * holds OpenBLAS to one thread per worker so BLAS and StarPU never oversubscribe the cores,
+ * and installs the scheduling policy chosen by name (schedulers/registry.c).
+ */
+#ifndef HELIX_RUNTIME_H
+#define HELIX_RUNTIME_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hx_runtime_opts {
+    int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the number of cores (max 4) */
+    const char *sched;  /**< policy name (helix or StarPU); NULL = HX_SCHED, STARPU_SCHED, "hx-prio" */
+    int profiling;      /**< enable StarPU task profiling (per-task start/end times) */
+};
+
+/** Defaults: every field zero/NULL. */
+void hx_runtime_opts_init(struct hx_runtime_opts *o);
+
+/**
+ * Start StarPU.  Validates the worker count and the policy name before starting anything.
+ * @return HX_OK, HX_EINVAL (bad worker count or unknown policy, message lists the choices)
+ *         or HX_ERUNTIME (StarPU failed to start).
+ * @note Main thread only; once per process at a time.
+ */
+int hx_runtime_init(const struct hx_runtime_opts *o);
+/** Wait for all tasks and stop StarPU. */
+void hx_runtime_shutdown(void);
+/** Nonzero between hx_runtime_init and hx_runtime_shutdown. */
+int hx_runtime_is_up(void);
+/** Number of CPU workers StarPU started. */
+int hx_runtime_workers(void);
+/** Name of the policy in use. */
+const char *hx_runtime_sched_name(void);
+
+/** Number of cores available to this process (sched_getaffinity). */
+int hx_ncores(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_RUNTIME_H */

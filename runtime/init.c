@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime/init.c: start and stop StarPU with CPU workers and the chosen policy.
+ * Order matters (design/starpu.md): OpenBLAS is held to one thread before any worker exists,
+ * STARPU_SCHED is removed so it cannot silently replace the chosen policy, and the worker
+ * count is validated before anything starts.  Test: tests/schedulers/registry.c. */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "helix/error.h"
+#include "helix/runtime.h"
+#include "helix/sched.h"
+
+static int up;
+static char sched_name[64];
+
+void hx_runtime_opts_init(struct hx_runtime_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+int hx_ncores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        return CPU_COUNT(&set);
+    }
+    return 1;
+}
+
+/* Worker count: explicit option, else STARPU_NCPU, else the cores (capped by the build). */
+static int choose_workers(const struct hx_runtime_opts *o, int *workers)
+{
+    int n = o->workers;
+    const char *env = getenv("STARPU_NCPU");
+    if (n == 0 && env != NULL && *env != '\0') {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end != '\0' || v < 1) {
+            return HX_ERR(HX_EINVAL, "STARPU_NCPU=%s is not a positive integer; set it to the "
+                          "number of CPU workers (1..%d) or unset it", env, STARPU_MAXCPUS);
+        }
+        n = (int)v;
+    }
+    if (n == 0) {
+        n = hx_ncores();
+    }
+    if (n < 1 || n > STARPU_MAXCPUS) {
+        return HX_ERR(HX_EINVAL, "%d CPU workers requested, but this StarPU build supports 1..%d "
+                      "per process (STARPU_MAXCPUS); use --workers 1..%d", n, STARPU_MAXCPUS,
+                      STARPU_MAXCPUS);
+    }
+    *workers = n;
+    return HX_OK;
+}
+
+static int choose_policy(const struct hx_runtime_opts *o, struct starpu_conf *conf)
+{
+    const char *name = o->sched;
+    if (name == NULL || *name == '\0') {
+        name = getenv("HX_SCHED");
+    }
+    if (name == NULL || *name == '\0') {
+        name = getenv("STARPU_SCHED");
+    }
+    if (name == NULL || *name == '\0') {
+        name = "hx-prio";
+    }
+    struct starpu_sched_policy *p = hx_sched_find(name);
+    if (p != NULL) {
+        conf->sched_policy = p;
+    } else if (hx_sched_is_starpu_builtin(name)) {
+        conf->sched_policy_name = name;
+    } else {
+        char list[1024] = "";
+        for (const char *const *n = hx_sched_names(); *n != NULL; n++) {
+            if (strlen(list) + strlen(*n) + 3 < sizeof list) {
+                strcat(list, list[0] ? ", " : "");
+                strcat(list, *n);
+            }
+        }
+        return HX_ERR(HX_EINVAL, "unknown scheduling policy '%s'; choose one of: %s", name, list);
+    }
+    snprintf(sched_name, sizeof sched_name, "%s", name);
+    return HX_OK;
+}
+
+int hx_runtime_init(const struct hx_runtime_opts *o)
+{
+    struct hx_runtime_opts defaults;
+    struct starpu_conf conf;
+    int workers = 0, ret;
+
+    if (up) {
+        return HX_ERR(HX_EINVAL, "hx_runtime_init called twice; call hx_runtime_shutdown first");
+    }
+    if (o == NULL) {
+        hx_runtime_opts_init(&defaults);
+        o = &defaults;
+    }
+    if ((ret = choose_workers(o, &workers)) != HX_OK) {
+        return ret;
+    }
+    starpu_conf_init(&conf);
+    if ((ret = choose_policy(o, &conf)) != HX_OK) {
+        return ret;
+    }
+    /* STARPU_SCHED would override conf.sched_policy without a word (starpu.md §2) */
+    unsetenv("STARPU_SCHED");
+    conf.ncpus = workers;
+    conf.ncuda = 0;
+    conf.nopencl = 0;
+    conf.precedence_over_environment_variables = 1;
+    /* BLAS runs inside tasks: one thread per worker, or both fight for the cores (-40%) */
+    openblas_set_num_threads(1);
+    if (o->profiling) {
+        starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    }
+    ret = starpu_init(&conf);
+    if (ret != 0) {
+        return HX_ERR(HX_ERUNTIME, "starpu_init(ncpus=%d, sched=%s) failed: %s%s", workers,
+                      sched_name, strerror(-ret),
+                      ret == -ENODEV ? " (no worker could be started)" : "");
+    }
+    if (o->profiling) {
+        starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+    }
+    up = 1;
+    hx_debug("StarPU up: %u CPU workers, policy %s", starpu_cpu_worker_get_count(), sched_name);
+    return HX_OK;
+}
+
+void hx_runtime_shutdown(void)
+{
+    if (!up) {
+        return;
+    }
+    starpu_task_wait_for_all();
+    starpu_shutdown();
+    up = 0;
+}
+
+int hx_runtime_is_up(void)
+{
+    return up;
+}
+
+int hx_runtime_workers(void)
+{
+    return up ? (int)starpu_cpu_worker_get_count() : 0;
+}
+
+const char *hx_runtime_sched_name(void)
+{
+    return sched_name;
+}

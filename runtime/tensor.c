@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime/tensor.c: a tensor's buffer and its row-tile StarPU handles.
+ * Tile i of a (rows, cols) tensor is the StarPU matrix at data + i*tile_rows*cols with
+ * NX = cols (contiguous), NY = the tile's rows and LD = cols.  Buffers are 64-byte aligned
+ * and zeroed, so a tensor nobody wrote reads as zeros, never as garbage. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "helix/error.h"
+#include "helix/tensor.h"
+
+size_t hx_dtype_size(enum hx_dtype dt)
+{
+    return dt == HX_F64 ? 8 : 4;
+}
+
+size_t hx_tensor_numel(const struct hx_tensor *t)
+{
+    return (size_t)t->rows * (size_t)t->cols;
+}
+
+size_t hx_tensor_bytes(const struct hx_tensor *t)
+{
+    return hx_tensor_numel(t) * hx_dtype_size(t->dtype);
+}
+
+int hx_tile_row0(const struct hx_tensor *t, int i)
+{
+    return i * t->tile_rows;
+}
+
+int hx_tile_nrows(const struct hx_tensor *t, int i)
+{
+    int r0 = i * t->tile_rows;
+    int n = t->rows - r0;
+    return n < t->tile_rows ? n : t->tile_rows;
+}
+
+int hx_tensor_realize(struct hx_tensor *t)
+{
+    if (t->data != NULL) {
+        return HX_OK;
+    }
+    size_t bytes = hx_tensor_bytes(t);
+    size_t alloc = (bytes + 63) / 64 * 64;
+    t->data = aligned_alloc(64, alloc ? alloc : 64);
+    t->handles = calloc((size_t)t->ntiles, sizeof(void *));
+    if (t->data == NULL || t->handles == NULL) {
+        free(t->data);
+        free(t->handles);
+        t->data = NULL;
+        t->handles = NULL;
+        return HX_ERR(HX_ENOMEM, "tensor %s (%d x %d, %zu bytes): allocation failed; use a "
+                      "smaller model or batch", t->name, t->rows, t->cols, bytes);
+    }
+    memset(t->data, 0, alloc);
+    size_t es = hx_dtype_size(t->dtype);
+    for (int i = 0; i < t->ntiles; i++) {
+        starpu_data_handle_t h;
+        uintptr_t ptr = (uintptr_t)t->data + (size_t)hx_tile_row0(t, i) * t->cols * es;
+        /* StarPU's matrix: nx is the contiguous dimension (our cols), ny the rows */
+        starpu_matrix_data_register(&h, STARPU_MAIN_RAM, ptr, (uint32_t)t->cols,
+                                    (uint32_t)t->cols, (uint32_t)hx_tile_nrows(t, i), es);
+        starpu_data_set_name(h, t->name);
+        t->handles[i] = h;
+    }
+    return HX_OK;
+}
+
+void hx_tensor_release(struct hx_tensor *t)
+{
+    if (t->handles != NULL) {
+        for (int i = 0; i < t->ntiles; i++) {
+            if (t->handles[i] != NULL) {
+                starpu_data_unregister((starpu_data_handle_t)t->handles[i]);
+            }
+        }
+        free(t->handles);
+        t->handles = NULL;
+    }
+    free(t->data);
+    t->data = NULL;
+}
+
+int hx_tensor_begin_access(struct hx_tensor *t, char mode)
+{
+    HX_ASSERT(t->handles != NULL, "tensor %s is not realized", t->name);
+    enum starpu_data_access_mode m = mode == 'w' ? STARPU_RW : STARPU_R;
+    for (int i = 0; i < t->ntiles; i++) {
+        int ret = starpu_data_acquire((starpu_data_handle_t)t->handles[i], m);
+        if (ret != 0) {
+            for (int j = 0; j < i; j++) {
+                starpu_data_release((starpu_data_handle_t)t->handles[j]);
+            }
+            return HX_ERR(HX_ERUNTIME, "starpu_data_acquire(%s tile %d) failed: %d", t->name, i,
+                          ret);
+        }
+    }
+    return HX_OK;
+}
+
+void hx_tensor_end_access(struct hx_tensor *t)
+{
+    for (int i = 0; i < t->ntiles; i++) {
+        starpu_data_release((starpu_data_handle_t)t->handles[i]);
+    }
+}

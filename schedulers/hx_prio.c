@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/* schedulers/hx_prio.c: policy "hx-prio", the flat rtprio shape of design/starpu.md §2.
+ * Ready tasks wait in two binary heaps, compute and comm (hx_sched_task_is_comm), ordered by
+ * priority (higher first) and then push order, so equal priorities run FIFO.
+ * HX_SCHED_PRIO_COMM_WORKERS=K (read once, in init; default 0) reserves the K highest-numbered
+ * workers: they pop only comm tasks and the others only compute tasks.  With K = 0 every worker
+ * pops both, comm first.  `lock` guards both heaps and `seq`; pop runs with the worker's sched
+ * mutex held.  Invariant: each pushed task is popped exactly once, so both heaps are empty at
+ * deinit.  Tests: tests/schedulers/every_task_once.c, priority_order.c, comm_reservation.c. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <starpu.h>
+
+#include "helix/error.h"
+#include "helix/sched.h"
+
+/* Advertised range (STARPU_MIN_PRIO/STARPU_MAX_PRIO).  The heaps order any int, so tasks
+ * outside it still run in order.  graphs/ stamps node->priority from the builder's cursor:
+ * 0 unless a builder raises it, and builders stay inside this range. */
+#define PRIO_MIN (-1000)
+#define PRIO_MAX 1000
+
+struct entry {
+    struct starpu_task *task;
+    uint64_t seq; /* push order, breaks priority ties */
+};
+
+struct heap {
+    struct entry *v;
+    size_t n, cap;
+};
+
+struct prio_state {
+    starpu_pthread_mutex_t lock;
+    struct heap compute, comm;
+    uint64_t seq;
+    unsigned ncomm;      /* workers reserved for comm tasks */
+    unsigned first_comm; /* the reserved ones are first_comm .. nworkers-1 */
+};
+
+/* ---- the heap: entry a pops before entry b ---- */
+
+static int before(const struct entry *a, const struct entry *b)
+{
+    if (a->task->priority != b->task->priority) {
+        return a->task->priority > b->task->priority;
+    }
+    return a->seq < b->seq;
+}
+
+static void swap(struct entry *a, struct entry *b)
+{
+    struct entry t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void sift_up(struct heap *h, size_t i)
+{
+    while (i > 0 && before(&h->v[i], &h->v[(i - 1) / 2])) {
+        swap(&h->v[i], &h->v[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+}
+
+static void sift_down(struct heap *h, size_t i)
+{
+    for (;;) {
+        size_t best = i, l = 2 * i + 1, r = 2 * i + 2;
+        if (l < h->n && before(&h->v[l], &h->v[best])) {
+            best = l;
+        }
+        if (r < h->n && before(&h->v[r], &h->v[best])) {
+            best = r;
+        }
+        if (best == i) {
+            return;
+        }
+        swap(&h->v[i], &h->v[best]);
+        i = best;
+    }
+}
+
+static void heap_push(struct heap *h, struct starpu_task *task, uint64_t seq)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 256;
+        struct entry *v = realloc(h->v, cap * sizeof *v);
+        /* push cannot fail in StarPU's contract, and losing a task would hang the run */
+        HX_ASSERT(v != NULL, "hx-prio: out of memory growing a ready heap to %zu tasks", cap);
+        h->v = v;
+        h->cap = cap;
+    }
+    h->v[h->n] = (struct entry){ task, seq };
+    sift_up(h, h->n++);
+}
+
+static struct starpu_task *heap_remove(struct heap *h, size_t i)
+{
+    struct starpu_task *task = h->v[i].task;
+    h->v[i] = h->v[--h->n];
+    if (i < h->n) {
+        sift_down(h, i);
+        sift_up(h, i);
+    }
+    return task;
+}
+
+/* The first task in heap order that @p worker can run.  On CPU-only runs that is the top; a
+ * task restricted to other workers (task->where) makes us scan for the best one we can run. */
+static struct starpu_task *heap_pop_for(struct heap *h, unsigned worker)
+{
+    if (h->n == 0) {
+        return NULL;
+    }
+    if (starpu_worker_can_execute_task_first_impl(worker, h->v[0].task, NULL)) {
+        return heap_remove(h, 0);
+    }
+    size_t best = h->n;
+    for (size_t i = 1; i < h->n; i++) {
+        if ((best == h->n || before(&h->v[i], &h->v[best])) &&
+            starpu_worker_can_execute_task_first_impl(worker, h->v[i].task, NULL)) {
+            best = i;
+        }
+    }
+    return best < h->n ? heap_remove(h, best) : NULL;
+}
+
+/* ---- the policy ---- */
+
+static unsigned comm_workers_from_env(unsigned nworkers)
+{
+    const char *v = getenv("HX_SCHED_PRIO_COMM_WORKERS");
+    if (v == NULL || v[0] == '\0') {
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long k = strtol(v, &end, 10);
+    if (errno != 0 || *end != '\0' || k < 0 || k >= (long)nworkers) {
+        hx_warn("hx-prio: HX_SCHED_PRIO_COMM_WORKERS=\"%s\" is not accepted: give an integer from "
+                "0 to %u (workers reserved for comm tasks, of %u; one must stay for compute); "
+                "using 0", v, nworkers - 1, nworkers);
+        return 0;
+    }
+    return (unsigned)k;
+}
+
+static void prio_init(unsigned ctx)
+{
+    struct prio_state *s = calloc(1, sizeof *s);
+    HX_ASSERT(s != NULL, "hx-prio: out of memory allocating the policy state");
+    STARPU_PTHREAD_MUTEX_INIT(&s->lock, NULL);
+    unsigned nworkers = starpu_worker_get_count();
+    s->ncomm = comm_workers_from_env(nworkers);
+    s->first_comm = nworkers - s->ncomm;
+    if (s->ncomm > 0) {
+        hx_debug("hx-prio: workers %u..%u run only comm tasks", s->first_comm, nworkers - 1);
+    }
+    starpu_sched_ctx_set_policy_data(ctx, s);
+    /* only legal inside init; keep a range the application set through StarPU */
+    if (!starpu_sched_ctx_min_priority_is_set(ctx)) {
+        starpu_sched_ctx_set_min_priority(ctx, PRIO_MIN);
+    }
+    if (!starpu_sched_ctx_max_priority_is_set(ctx)) {
+        starpu_sched_ctx_set_max_priority(ctx, PRIO_MAX);
+    }
+}
+
+static void prio_deinit(unsigned ctx)
+{
+    struct prio_state *s = starpu_sched_ctx_get_policy_data(ctx);
+    HX_ASSERT(s->compute.n == 0 && s->comm.n == 0,
+              "hx-prio: %zu compute and %zu comm tasks left in the queues at shutdown",
+              s->compute.n, s->comm.n);
+    free(s->compute.v);
+    free(s->comm.v);
+    STARPU_PTHREAD_MUTEX_DESTROY(&s->lock);
+    free(s);
+}
+
+/* Which heaps @p worker pops from. */
+static int pops_comm(const struct prio_state *s, unsigned worker)
+{
+    return s->ncomm == 0 || worker >= s->first_comm;
+}
+
+static int pops_compute(const struct prio_state *s, unsigned worker)
+{
+    return worker < s->first_comm;
+}
+
+static int prio_push(struct starpu_task *task)
+{
+    struct prio_state *s = starpu_sched_ctx_get_policy_data(task->sched_ctx);
+    int comm = hx_sched_task_is_comm(task);
+
+    starpu_worker_relax_on(); /* a worker pushing its successors may block here */
+    STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
+    starpu_worker_relax_off();
+    heap_push(comm ? &s->comm : &s->compute, task, s->seq++);
+    starpu_push_task_end(task); /* before unlocking: no worker may have taken the task yet */
+    STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
+
+#ifndef STARPU_NON_BLOCKING_DRIVERS
+    /* Blocking drivers sleep when pop returns NULL: wake one worker that may take the task.
+     * (Debian's build defines STARPU_NON_BLOCKING_DRIVERS: its workers poll pop.) */
+    struct starpu_worker_collection *workers = starpu_sched_ctx_get_worker_collection(task->sched_ctx);
+    struct starpu_sched_ctx_iterator it;
+    workers->init_iterator(workers, &it);
+    while (workers->has_next(workers, &it)) {
+        unsigned w = workers->get_next(workers, &it);
+        if ((comm ? pops_comm(s, w) : pops_compute(s, w)) &&
+            starpu_worker_can_execute_task_first_impl(w, task, NULL) &&
+            starpu_wake_worker_relax_light(w)) {
+            break;
+        }
+    }
+#endif
+    return 0;
+}
+
+static struct starpu_task *prio_pop(unsigned ctx)
+{
+    struct prio_state *s = starpu_sched_ctx_get_policy_data(ctx);
+    unsigned worker = starpu_worker_get_id_check();
+    int want_comm = pops_comm(s, worker), want_compute = pops_compute(s, worker);
+
+    /* Unlocked fast path for polling workers: a stale count only delays the pop until the
+     * next poll, and the sched mutex we hold keeps a blocking driver from missing a wake. */
+    if ((!want_comm || __atomic_load_n(&s->comm.n, __ATOMIC_RELAXED) == 0) &&
+        (!want_compute || __atomic_load_n(&s->compute.n, __ATOMIC_RELAXED) == 0)) {
+        return NULL;
+    }
+    starpu_worker_relax_on();
+    STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
+    starpu_worker_relax_off();
+    struct starpu_task *task = want_comm ? heap_pop_for(&s->comm, worker) : NULL;
+    if (task == NULL && want_compute) {
+        task = heap_pop_for(&s->compute, worker);
+    }
+    STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
+    return task;
+}
+
+struct starpu_sched_policy hx_sched_prio = {
+    .init_sched = prio_init,
+    .deinit_sched = prio_deinit,
+    .push_task = prio_push,
+    .pop_task = prio_pop,
+    .policy_name = "hx-prio",
+    .policy_description = "priority heaps (FIFO among equals), optional comm-reserved workers",
+    .worker_type = STARPU_WORKER_LIST,
+};

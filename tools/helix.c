@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/helix.c: the `helix` command: dispatch to a subcommand.
+ * Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, value or input). */
+#include <stdio.h>
+#include <string.h>
+
+#include "helix/helix.h"
+#include "tools/tools.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: helix <command> [flags]\n\n"
+               "commands:\n"
+               "  train     train a GPT-2 style model (helix train --help)\n"
+               "  version   print the version\n\n"
+               "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "train") == 0) {
+        return cmd_train(argc, argv);
+    }
+    if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+        printf("helix %s\n", HX_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "helix: error: unknown command '%s'; run 'helix --help'\n", argv[1]);
+    return 2;
+}
