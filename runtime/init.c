@@ -75,6 +75,8 @@ static int choose_policy(const struct hx_runtime_opts *o, struct starpu_conf *co
     struct starpu_sched_policy *p = hx_sched_find(name);
     if (p != NULL) {
         conf->sched_policy = p;
+        /* starpu_conf_init copied STARPU_SCHED here, and StarPU prefers the name */
+        conf->sched_policy_name = NULL;
     } else if (hx_sched_is_starpu_builtin(name)) {
         conf->sched_policy_name = name;
     } else {
