@@ -3,7 +3,7 @@
  * zeroes gradient accumulators and the f64 reduction scalars (loss sum, squared gradient
  * norm) before a step.  f32 tiles get the float value, 8-byte tiles (f64) the value as a
  * double; an i32 tile is only meaningful with value 0 (same bits as 0.0f).
- * Test: tests/codelets/fill.c. */
+ * Test: tests/codelets/residual.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
 

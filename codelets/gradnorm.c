@@ -3,7 +3,7 @@
  * double in index order.  The graph chains one reduce task per gradient tile into the same
  * accumulator (RW), so the global squared norm for clipping, and the loss sum, are the same
  * on every run and every worker count.
- * Reference: hx_ref_sumsq in codelets/ref/adamw_ref.c.  Test: tests/codelets/reduce.c. */
+ * Reference: hx_ref_sumsq in codelets/ref/adamw_ref.c.  Test: tests/codelets/residual.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
 

@@ -3,7 +3,7 @@
  * symbol "hx_<name>"), codelet, and the number of buffers each op accepts, from the buffer
  * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's resid).
  * The names are calibration keys of the perf models: keep them stable.
- * Test: tests/codelets/table.c. */
+ * Test: every codelet test goes through it; tests/graphs/ir_topology.c checks op names. */
 #include <stddef.h>
 
 #include "codelets/codelets.h"

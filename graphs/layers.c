@@ -176,6 +176,8 @@ void hx_gelu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t do
 {
     same_tiling(dinp, inp);
     same_tiling(dout, inp);
+    shape(dinp, inp->rows, inp->cols);
+    shape(dout, inp->rows, inp->cols);
     for (int i = 0; i < inp->ntiles; i++) {
         int rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = inp->cols } };
@@ -265,6 +267,9 @@ void hx_xent_fwd(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t 
     same_tiling(losses, logits);
     same_tiling(lse, logits);
     same_tiling(targets, logits);
+    shape(targets, logits->rows, 1);
+    shape(losses, logits->rows, 1);
+    shape(lse, logits->rows, 1);
     HX_ASSERT(targets->dtype == HX_I32, "%s must be int32 token ids", targets->name);
     for (int i = 0; i < logits->ntiles; i++) {
         int rows = hx_tile_nrows(logits, i);
@@ -280,6 +285,8 @@ void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t 
 {
     same_tiling(lse, logits);
     same_tiling(targets, logits);
+    shape(targets, logits->rows, 1);
+    shape(lse, logits->rows, 1);
     for (int i = 0; i < logits->ntiles; i++) {
         int rows = hx_tile_nrows(logits, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = logits->cols, .scale = scale } };
@@ -290,16 +297,22 @@ void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t 
     }
 }
 
+/* positions are row % T inside a tile, so a tile must start on a sequence boundary */
+static void embed_check(hx_tensor_t rows, hx_tensor_t wte, hx_tensor_t wpe, int T)
+{
+    single_tile(wte);
+    single_tile(wpe);
+    HX_ASSERT(wpe->rows >= T && rows->tile_rows % T == 0, "embedding: wpe has %d positions for "
+              "T=%d; tiles of %d rows must hold whole sequences", wpe->rows, T, rows->tile_rows);
+}
+
 void hx_embed_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte,
                   hx_tensor_t wpe, int T)
 {
     int C = wte->cols;
     same_tiling(out, tokens);
     shape(out, tokens->rows, C);
-    single_tile(wte);
-    single_tile(wpe);
-    HX_ASSERT(wpe->rows >= T && out->tile_rows % T == 0, "embedding: wpe has %d positions for "
-              "T=%d; tiles of %d rows must hold whole sequences", wpe->rows, T, out->tile_rows);
+    embed_check(out, wte, wpe, T);
     for (int i = 0; i < out->ntiles; i++) {
         int rows = hx_tile_nrows(out, i);
         union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = wte->rows } };
@@ -314,6 +327,8 @@ void hx_embed_bwd(hx_graph_t g, hx_tensor_t dwte, hx_tensor_t dwpe, hx_tensor_t 
 {
     int C = dwte->cols;
     same_tiling(dout, tokens);
+    shape(dout, tokens->rows, C);
+    embed_check(dout, dwte, dwpe, T);
     for (int i = 0; i < dout->ntiles; i++) {
         int rows = hx_tile_nrows(dout, i);
         union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = dwte->rows } };

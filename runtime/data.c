@@ -37,11 +37,12 @@ int hx_data_load_bytes(struct hx_dataset *d, const char *path)
             break;
         }
     }
-    int err = ferror(f);
+    int err = ferror(f) ? errno : 0;
     fclose(f);
     if (err) {
         free(buf);
-        return HX_ERR(HX_EIO, "reading data file '%s' failed; check the file", path);
+        return HX_ERR(HX_EIO, "reading data file '%s' failed: %s; give a readable text file",
+                      path, strerror(err));
     }
     if (n == 0) {
         free(buf);

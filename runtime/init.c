@@ -56,6 +56,10 @@ static int choose_workers(const struct hx_runtime_opts *o, int *workers)
                       "per process (STARPU_MAXCPUS); use --workers 1..%d", n, STARPU_MAXCPUS,
                       STARPU_MAXCPUS);
     }
+    if (n > hx_ncores()) {
+        hx_warn("%d CPU workers on %d cores: StarPU's idle workers spin, so oversubscribed cores "
+                "slow every task; use --workers %d or fewer", n, hx_ncores(), hx_ncores());
+    }
     *workers = n;
     return HX_OK;
 }

@@ -99,7 +99,7 @@ int cmd_train(int argc, char **argv)
     struct hx_dataset data;
     ret = a.data_path ? hx_data_load_bytes(&data, a.data_path) : hx_data_load_default(&data);
     if (ret != HX_OK) {
-        return 2;
+        return ret == HX_ENOMEM ? 1 : 2; /* a bad --data-path is bad input */
     }
     if (hx_data_check(&data, a.seq_len) != HX_OK) {
         hx_data_free(&data);

@@ -101,8 +101,9 @@ int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets);
 /**
  * One training step: forward and backward of every micro-batch, clipping and AdamW with the
  * learning rate of 0-based @p step.  Waits for the tasks, then reads loss and norm back.
- * @return HX_OK, a task's failure status, or HX_ENONFINITE when the loss is NaN/Inf (the
- *         parameters have then been updated with non-finite values: reload a checkpoint).
+ * @return HX_OK, a task's failure status, or HX_ENONFINITE when the loss or the gradient
+ *         norm is NaN/Inf.  With clipping on (clip_grad > 0) AdamW refuses a non-finite norm
+ *         and leaves every parameter as it was; without clipping, reload a checkpoint.
  */
 int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r);
 /** Forward and backward only (gradients of the batch, no update). */

@@ -4,6 +4,7 @@
 # (one TAP line: ok if the shell expression EXPR, eval'ed, succeeds, else "not ok" and the last
 # run's status and output); finish (exits 0 only if all N ran and passed).  HELIX: the command.
 
+# shellcheck shell=sh disable=SC2034  # HELIX, OUT, ERR... are for the tests that source this
 # Where the build is: the test environment exports HX_BUILDDIR; by hand, from the build's
 # tests/ folder (../tools/helix), or in an in-tree build, from this script's location.
 if [ -z "${HX_BUILDDIR:-}" ]; then

@@ -154,9 +154,24 @@ static void bad_input(void)
     hx_run_status_reset();
 }
 
+static void op_names(void)
+{
+    int distinct = 1;
+    for (int i = 0; i < HX_OP_COUNT; i++) {
+        for (int j = 0; j < i; j++) {
+            distinct &= strcmp(hx_op_name((enum hx_op)i), hx_op_name((enum hx_op)j)) != 0;
+        }
+    }
+    tap_ok(distinct && strcmp(hx_op_name(HX_OP_MATMUL), "matmul") == 0 &&
+           strcmp(hx_op_name(HX_OP_ADAMW), "adamw") == 0 &&
+           strcmp(hx_op_name(HX_OP_COUNT), "unknown") == 0,
+           "%d ops with distinct stable names (perf-model keys)", (int)HX_OP_COUNT);
+}
+
 int main(void)
 {
-    tap_plan(9 + 5 + 4);
+    tap_plan(1 + 9 + 5 + 4);
+    op_names();
     hand_graph();
     gpt_graph();
     bad_input();

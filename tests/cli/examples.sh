@@ -1,0 +1,52 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/cli/examples.sh: the examples run and check themselves.  custom_model trains its MLP
+# until the loss halves, the same losses under another policy (the graph fixes every
+# reduction order) and rejects an unknown flag; custom_scheduler computes its products exactly
+# under its own policy, hx-prio and eager.
+# shellcheck disable=SC2016,SC2034,SC2317  # ok evals its single-quoted checks
+set -u
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+EX=$HX_BUILDDIR/examples
+
+# "loss A -> B: ..." is custom_model's last line; B < A / 2.
+loss_halved() {
+    awk '/^loss / { a = $2; b = $4 } END { exit !(a != "" && b != "" && b < a / 2) }' "$OUT"
+}
+
+plan 10
+
+run "$EX/custom_model"
+ok "custom_model: exit 0" 'rc_is 0'
+ok "custom_model: the loss halves in 100 steps" 'loss_halved'
+ok "custom_model: a line every 10 steps and the last (11)" \
+    '[ "$(grep -c "^step " "$OUT")" -eq 11 ]'
+cp "$OUT" "$TMP/model_default.out"
+
+run "$EX/custom_model" --sched eager --workers 2
+ok "custom_model --sched eager --workers 2: exit 0, same losses as under hx-prio" \
+    'rc_is 0 && out_has "policy eager" &&
+     [ "$(grep "^step" "$OUT")" = "$(grep "^step" "$TMP/model_default.out")" ]'
+
+run "$EX/custom_model" --bogus
+ok "custom_model --bogus: exit 2 naming the flag" 'rc_is 2 && err_has "--bogus"'
+
+run "$EX/custom_scheduler"
+ok "custom_scheduler (flops-first): exit 0" 'rc_is 0 && out_has "^policy flops-first"'
+ok "custom_scheduler (flops-first): exact products" 'out_has ": OK$"'
+
+run "$EX/custom_scheduler" --sched hx-prio
+ok "custom_scheduler --sched hx-prio: exit 0, exact" \
+    'rc_is 0 && out_has "^policy hx-prio" && out_has ": OK$"'
+
+run "$EX/custom_scheduler" --sched eager
+ok "custom_scheduler --sched eager: exit 0, exact" \
+    'rc_is 0 && out_has "^policy eager" && out_has ": OK$"'
+
+run "$EX/custom_scheduler" --sched no-such-policy
+ok "custom_scheduler --sched no-such-policy: fails, listing the choices" \
+    '! rc_is 0 && err_has "no-such-policy" && err_has "flops-first"'
+
+finish
