@@ -23,7 +23,9 @@ mkdir -p "$stage/pc"
 sed "s|^prefix=|prefix=$stage|" "$pc" >"$stage/pc/helix.pc"
 export PKG_CONFIG_PATH="$stage/pc"
 flags=$(pkg-config --cflags --libs helix 2>&1)
-cc $flags -o "$stage/custom_scheduler" "$s/examples/custom_scheduler.c" $flags -lm \
+# a sanitizer build's library needs its runtime in the program too
+san=$(sed -n 's/^HX_SAN_FLAGS = //p' "$b/Makefile")
+cc $san $flags -o "$stage/custom_scheduler" "$s/examples/custom_scheduler.c" $flags -lm \
     >"$stage/cc.log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || cat "$stage/cc.log"
