@@ -172,15 +172,6 @@ static int init(struct mlp *m)
 
 /* ---- 3. one step: optimizer arguments on the nodes, submit, wait, read back ---- */
 
-static double read_scalar(hx_tensor_t t)
-{
-    double v = NAN;
-    if (hx_tensor_begin_access(t, 'r') == HX_OK) {
-        v = hx_f64(t)[0];
-        hx_tensor_end_access(t);
-    }
-    return v;
-}
 
 static int step(struct mlp *m, int s, double *loss, double *gnorm)
 {
@@ -195,8 +186,11 @@ static int step(struct mlp *m, int s, double *loss, double *gnorm)
     if (ret == HX_OK) {
         ret = wret;
     }
-    *loss = read_scalar(m->loss_sum) / N;
-    *gnorm = sqrt(read_scalar(m->gnorm_sumsq));
+    double sum = NAN, sumsq = NAN; /* (1,1) f64 accumulators, read once the step is done */
+    hx_tensor_read(m->loss_sum, &sum);
+    hx_tensor_read(m->gnorm_sumsq, &sumsq);
+    *loss = sum / N;
+    *gnorm = sqrt(sumsq);
     return ret;
 }
 

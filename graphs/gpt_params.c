@@ -110,20 +110,13 @@ int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets)
         }
     }
     for (int mb = 0; mb < c->num_micro_batches; mb++) {
-        int ret = hx_tensor_begin_access(m->tokens[mb], 'w');
+        int ret = hx_tensor_write(m->tokens[mb], tokens + n * mb);
         if (ret == HX_OK) {
-            ret = hx_tensor_begin_access(m->targets[mb], 'w');
-            if (ret != HX_OK) {
-                hx_tensor_end_access(m->tokens[mb]);
-            }
+            ret = hx_tensor_write(m->targets[mb], targets + n * mb);
         }
         if (ret != HX_OK) {
             return ret;
         }
-        memcpy(m->tokens[mb]->data, tokens + n * mb, n * sizeof(int32_t));
-        memcpy(m->targets[mb]->data, targets + n * mb, n * sizeof(int32_t));
-        hx_tensor_end_access(m->targets[mb]);
-        hx_tensor_end_access(m->tokens[mb]);
     }
     return HX_OK;
 }
@@ -131,10 +124,7 @@ int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets)
 static double read_scalar(hx_tensor_t t)
 {
     double v = NAN;
-    if (hx_tensor_begin_access(t, 'r') == HX_OK) {
-        v = hx_f64(t)[0];
-        hx_tensor_end_access(t);
-    }
+    hx_tensor_read(t, &v);
     return v;
 }
 

@@ -107,3 +107,23 @@ void hx_tensor_end_access(struct hx_tensor *t)
         starpu_data_release((starpu_data_handle_t)t->handles[i]);
     }
 }
+
+int hx_tensor_read(struct hx_tensor *t, void *dst)
+{
+    int ret = hx_tensor_begin_access(t, 'r');
+    if (ret == HX_OK) {
+        memcpy(dst, t->data, hx_tensor_bytes(t));
+        hx_tensor_end_access(t);
+    }
+    return ret;
+}
+
+int hx_tensor_write(struct hx_tensor *t, const void *src)
+{
+    int ret = hx_tensor_begin_access(t, 'w');
+    if (ret == HX_OK) {
+        memcpy(t->data, src, hx_tensor_bytes(t));
+        hx_tensor_end_access(t);
+    }
+    return ret;
+}

@@ -80,6 +80,11 @@ void hx_tensor_release(struct hx_tensor *t);
 int hx_tensor_begin_access(struct hx_tensor *t, char mode);
 void hx_tensor_end_access(struct hx_tensor *t);
 
+/** Copy the whole tensor to @p dst (hx_tensor_bytes bytes), waiting for its writers. */
+int hx_tensor_read(struct hx_tensor *t, void *dst);
+/** Overwrite the whole tensor from @p src, after its pending readers and writers. */
+int hx_tensor_write(struct hx_tensor *t, const void *src);
+
 #ifdef __cplusplus
 }
 #endif
