@@ -245,7 +245,13 @@ int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx
 
     hx_gpt_emit_zero(m);
     for (int mb = 0; mb < cfg->num_micro_batches; mb++) {
+        if (mb == 0) {
+            m->fwd0_begin = m->g->nnodes;
+        }
         emit_forward(m, mb);
+        if (mb == 0) {
+            m->fwd0_end = m->g->nnodes;
+        }
         hx_gpt_emit_backward(m, mb);
     }
     hx_gpt_emit_grad_norm(m);

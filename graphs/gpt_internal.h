@@ -48,6 +48,8 @@ struct hx_gpt {
     hx_tensor_t dtop;                    /* gradient of the last layer's output (N,C) */
     hx_tensor_t loss_sum, gnorm_sumsq;   /* (1,1) f64 */
     int first_opt_node;
+    int zero_loss_node;                  /* the fill of loss_sum */
+    int fwd0_begin, fwd0_end;            /* nodes of micro-batch 0's forward, loss included */
 };
 
 /* graphs/gpt_backward.c: the backward of micro-batch mb (after its forward) */

@@ -149,6 +149,34 @@ static int run(hx_gpt_t m, int last, struct hx_step_result *r)
     return HX_OK;
 }
 
+int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, double *loss)
+{
+    for (int i = 0; i < m->N; i++) {
+        if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab_size || targets[i] < 0 ||
+            targets[i] >= m->cfg.vocab_size) {
+            return HX_ERR(HX_EINVAL, "evaluation batch position %d: token %d / target %d "
+                          "outside the vocabulary [0, %d)", i, tokens[i], targets[i],
+                          m->cfg.vocab_size);
+        }
+    }
+    int ret = hx_tensor_write(m->tokens[0], tokens);
+    ret = ret == HX_OK ? hx_tensor_write(m->targets[0], targets) : ret;
+    ret = ret == HX_OK ? hx_graph_submit(m->g, m->zero_loss_node, m->zero_loss_node + 1) : ret;
+    ret = ret == HX_OK ? hx_graph_submit(m->g, m->fwd0_begin, m->fwd0_end) : ret;
+    int wret = hx_graph_wait(m->g);
+    ret = ret == HX_OK ? wret : ret;
+    *loss = ret == HX_OK ? read_scalar(m->loss_sum) / m->N : NAN;
+    if (ret == HX_OK && !isfinite(*loss)) {
+        ret = HX_ERR(HX_ENONFINITE, "evaluation loss is %f", *loss);
+    }
+    return ret;
+}
+
+int hx_gpt_read_logits(hx_gpt_t m, float *dst)
+{
+    return hx_tensor_read(m->logits, dst);
+}
+
 int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r)
 {
     r->lr = 0.0f;

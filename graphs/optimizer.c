@@ -3,7 +3,8 @@
  * accumulator is zeroed; after the last, the squared global norm is reduced gradient by
  * gradient in parameter order (a fixed order, so the norm is bitwise reproducible), and one
  * AdamW task per parameter reads it to compute the clip factor itself, so no host round trip
- * sits between backward and update.  Learning rate: linear warmup, then cosine to min_lr. */
+ * sits between backward and update.  Learning rate: linear warmup, then cosine or linear decay
+ * to min_lr, or constant (Megatron's --lr-decay-style). */
 #include <math.h>
 
 #include "graphs/gpt_internal.h"
@@ -18,8 +19,9 @@ void hx_gpt_emit_zero(struct hx_gpt *m)
     for (int i = 0; i < m->nparams; i++) {
         hx_fill(g, m->grads[i], 0.0f);
     }
-    hx_fill(g, m->loss_sum, 0.0f);
     hx_fill(g, m->gnorm_sumsq, 0.0f);
+    m->zero_loss_node = g->nnodes; /* evaluation runs this node, then micro-batch 0's forward */
+    hx_fill(g, m->loss_sum, 0.0f);
 }
 
 void hx_gpt_emit_grad_norm(struct hx_gpt *m)
@@ -53,11 +55,15 @@ float hx_lr_at(const struct hx_optim_config *o, int s)
     if (s < o->warmup_iters) {
         return o->lr * (float)(s + 1) / (float)o->warmup_iters;
     }
+    if (o->decay_style == HX_LR_CONSTANT) {
+        return o->lr;
+    }
     int span = o->decay_iters - o->warmup_iters;
     double progress = (double)(s - o->warmup_iters) / (double)(span > 1 ? span : 1);
     if (progress > 1.0) {
         progress = 1.0;
     }
-    double coeff = 0.5 * (1.0 + cos(M_PI * progress));
+    double coeff = o->decay_style == HX_LR_LINEAR ? 1.0 - progress
+                                                  : 0.5 * (1.0 + cos(M_PI * progress));
     return (float)(o->min_lr + coeff * (o->lr - o->min_lr));
 }

@@ -25,6 +25,22 @@ struct hx_dataset {
 /** Read a file as bytes (ids 0..255).  @return HX_OK, HX_EIO (missing, unreadable) or
  *  HX_EINVAL (empty); the message names the file and the fix. */
 int hx_data_load_bytes(struct hx_dataset *d, const char *path);
+/**
+ * Load a data file by its content: an llm.c token shard (256 int32 header: magic 20240520,
+ * version 1, token count; then uint16 GPT-2 token ids, vocabulary 50257) or, otherwise, the
+ * file's bytes.  A shard with a wrong version, a count that disagrees with the file size, or
+ * an id >= 50257 is HX_EFORMAT with a message naming the file and the fix.
+ */
+int hx_data_load(struct hx_dataset *d, const char *path);
+int hx_data_load_llmc_shard(struct hx_dataset *d, const char *path);
+/**
+ * Split @p all into training and validation streams with Megatron's --split weights
+ * "train,valid,test" (e.g. "949,50,1"; the test part is not used here): the first
+ * share of the tokens trains, the next validates.  @return HX_EINVAL naming the problem for a
+ * malformed string or a validation part too short for one sequence of T+1 tokens.
+ */
+int hx_data_split(const struct hx_dataset *all, const char *split, int T,
+                  struct hx_dataset *train, struct hx_dataset *val);
 /** The embedded corpus (generated deterministically, no download). */
 int hx_data_load_default(struct hx_dataset *d);
 void hx_data_free(struct hx_dataset *d);

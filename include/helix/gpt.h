@@ -40,8 +40,12 @@ struct hx_gpt_config {
     float ln_eps;          /**< LayerNorm epsilon; 0 = 1e-5 */
 };
 
+/** Learning-rate decay after warmup (Megatron's --lr-decay-style). */
+enum hx_lr_decay { HX_LR_COSINE = 0, HX_LR_LINEAR = 1, HX_LR_CONSTANT = 2 };
+
 struct hx_optim_config {
     float lr, min_lr;         /**< peak and final learning rate */
+    int decay_style;          /**< enum hx_lr_decay */
     int warmup_iters;         /**< linear warmup steps */
     int decay_iters;          /**< step at which the cosine reaches min_lr */
     float beta1, beta2, eps;  /**< Adam */
@@ -109,7 +113,16 @@ int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r);
 /** Forward and backward only (gradients of the batch, no update). */
 int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r);
 
-/** Learning rate of 0-based step @p s (warmup then cosine to min_lr). */
+/**
+ * Loss of one micro-batch without touching gradients or parameters (validation): runs only
+ * the forward of micro-batch 0 on @p tokens / @p targets (B*T each, ids checked).
+ */
+int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, double *loss);
+/** After hx_gpt_eval: copy the logits (B*T, V) of that micro-batch to @p dst. */
+int hx_gpt_read_logits(hx_gpt_t m, float *dst);
+
+/** Learning rate of 0-based step @p s: linear warmup, then the decay style down to min_lr
+ *  at decay_iters (constant stays at lr). */
 float hx_lr_at(const struct hx_optim_config *o, int s);
 
 #ifdef __cplusplus
