@@ -12,8 +12,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: helix <command> [flags]\n\n"
                "commands:\n"
                "  train     train a GPT-2 style model (helix train --help)\n"
+               "  sample    continue a prompt with a trained checkpoint (helix sample --help)\n"
                "  version   print the version\n\n"
-               "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n");
+               "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
+               "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
 }
 
 int main(int argc, char **argv)
@@ -25,6 +27,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "train") == 0) {
         return cmd_train(argc, argv);
+    }
+    if (strcmp(argv[1], "sample") == 0) {
+        return cmd_sample(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);

@@ -1,23 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* tools/train.c: `helix train`, single-rank training on a byte-level corpus.
- * Order: parse and validate every flag and the data before StarPU starts; build the step
- * graph; realize and initialise from --seed; then per step load the next global batch in
- * order, run the step, and print one line with loss, lr, gradient norm and speed. */
+/* tools/train.c: `helix train`.  Everything the user gave is checked before any work: flags,
+ * the data (format, size, split), the checkpoint to resume and its agreement with the flags,
+ * the save directory and the JSON log.  Then: build the step graph, start StarPU, initialise
+ * (seed, --load or --load-llmc), and per step take the next global batch in order, run it,
+ * report; validate every --eval-interval, save every --save-interval.  SIGINT/SIGTERM finish
+ * the step, save, and exit 0.  A resumed run continues bitwise as if never interrupted:
+ * data cursor, step and optimizer state are all in the checkpoint. */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "helix/helix.h"
-#include "tools/tools.h"
+#include "tools/progress.h"
+#include "tools/train.h"
 
-struct train_args {
-    int layers, hidden, heads, seq_len, vocab, micro_batch, global_batch, iters, warmup;
-    float lr, min_lr, weight_decay, clip, beta1, beta2;
-    int seed, workers, log_interval, tile_seqs, attn_block;
-    const char *data_path, *sched, *dump_dot;
-};
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
 
 static double now_ms(void)
 {
@@ -26,166 +33,359 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-int cmd_train(int argc, char **argv)
+/* --save DIR must be a writable directory, or creatable: checked before training, so a
+ * long run never ends in "cannot save". */
+static int check_save_dir(const char *dir)
 {
-    struct train_args a = {
-        /* the default model: ~0.84M parameters, ~1 minute for 600 steps on 2 cores */
-        .layers = 4, .hidden = 128, .heads = 4, .seq_len = 128, .vocab = 256, .micro_batch = 8,
-        .global_batch = 0, .iters = 600, .warmup = 30, .lr = 2e-3f, .min_lr = 1e-4f,
-        .weight_decay = 0.1f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f, .seed = 1234,
-        .workers = 0, .log_interval = 10, .tile_seqs = 0, .attn_block = 0,
-    };
-    const struct flag flags[] = {
-        { "num-layers", FLAG_INT, &a.layers, 1, 1024, "transformer layers" },
-        { "hidden-size", FLAG_INT, &a.hidden, 1, 65536, "hidden size C" },
-        { "num-attention-heads", FLAG_INT, &a.heads, 1, 1024, "attention heads (divide C)" },
-        { "seq-length", FLAG_INT, &a.seq_len, 1, 1 << 16, "tokens per sequence T" },
-        { "vocab-size", FLAG_INT, &a.vocab, 256, 1 << 20, "vocabulary (bytes: 256)" },
-        { "micro-batch-size", FLAG_INT, &a.micro_batch, 1, 1 << 16, "sequences per micro-batch" },
-        { "global-batch-size", FLAG_INT, &a.global_batch, 0, 1 << 20,
-          "sequences per step, a multiple of the micro-batch (0: one micro-batch)" },
-        { "train-iters", FLAG_INT, &a.iters, 1, 1 << 30, "training steps" },
-        { "lr", FLAG_FLOAT, &a.lr, 0, 10, "peak learning rate" },
-        { "min-lr", FLAG_FLOAT, &a.min_lr, 0, 10, "final learning rate of the cosine" },
-        { "lr-warmup-iters", FLAG_INT, &a.warmup, 0, 1 << 30, "linear warmup steps" },
-        { "weight-decay", FLAG_FLOAT, &a.weight_decay, 0, 10, "AdamW decoupled weight decay" },
-        { "clip-grad", FLAG_FLOAT, &a.clip, 0, 1e6, "global gradient-norm clip (0: off)" },
-        { "adam-beta1", FLAG_FLOAT, &a.beta1, 0, 0.999999, "Adam beta1" },
-        { "adam-beta2", FLAG_FLOAT, &a.beta2, 0, 0.999999, "Adam beta2" },
-        { "seed", FLAG_INT, &a.seed, 0, 2147483647, "seed of the initialisation" },
-        { "data-path", FLAG_STRING, &a.data_path, 0, 0,
-          "byte-level text file (default: the embedded corpus)" },
-        { "sched", FLAG_STRING, &a.sched, 0, 0,
-          "scheduling policy: hx-prio or a StarPU one (eager, prio, lws, dmda...)" },
-        { "workers", FLAG_INT, &a.workers, 0, 64, "CPU workers (0: STARPU_NCPU or all cores)" },
-        { "log-interval", FLAG_INT, &a.log_interval, 1, 1 << 30, "steps between log lines" },
-        { "tile-seqs", FLAG_INT, &a.tile_seqs, 0, 1 << 16, "sequences per row tile (0: 1)" },
-        { "attn-block", FLAG_INT, &a.attn_block, 0, 1 << 16, "attention block (0: 64)" },
-        { "dump-dot", FLAG_STRING, &a.dump_dot, 0, 0, "write the step graph as Graphviz DOT" },
-    };
-    int nflags = (int)(sizeof flags / sizeof flags[0]);
-    int ret = flags_parse(flags, nflags, argc, argv, 2,
-                          "usage: helix train [flags]\n\nTrain a GPT-2 style model on one rank "
-                          "and print the loss of every step.");
-    if (ret != 0) {
-        return ret == 1 ? 0 : 2;
-    }
-    if (a.global_batch == 0) {
-        a.global_batch = a.micro_batch;
-    }
-    if (a.global_batch % a.micro_batch != 0) {
-        fprintf(stderr, "helix: error: --global-batch-size %d is not a multiple of "
-                "--micro-batch-size %d; make it one (e.g. %d)\n", a.global_batch, a.micro_batch,
-                (a.global_batch / a.micro_batch + 1) * a.micro_batch);
-        return 2;
-    }
-    if (a.sched != NULL && !hx_sched_is_known(a.sched)) {
-        fprintf(stderr, "helix: error: unknown --sched '%s'; choose one of:", a.sched);
-        for (const char *const *n = hx_sched_names(); *n != NULL; n++) {
-            fprintf(stderr, " %s", *n);
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "helix: error: --save %s exists and is not a directory; give a "
+                    "directory\n", dir);
+            return 2;
         }
-        fprintf(stderr, "\n");
+        if (access(dir, W_OK | X_OK) != 0) {
+            fprintf(stderr, "helix: error: --save directory %s is not writable (%s); choose "
+                    "another or fix its permissions\n", dir, strerror(errno));
+            return 2;
+        }
+        return 0;
+    }
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash == NULL) {
+        snprintf(parent, sizeof parent, ".");
+    } else if (slash == parent) {
+        parent[1] = '\0';
+    } else {
+        *slash = '\0';
+    }
+    if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode) || access(parent, W_OK | X_OK) != 0) {
+        fprintf(stderr, "helix: error: --save %s cannot be created: %s is not a writable "
+                "directory; create it or choose another\n", dir, parent);
         return 2;
     }
-    struct hx_gpt_config cfg = {
-        .vocab_size = a.vocab, .num_layers = a.layers, .num_heads = a.heads,
-        .hidden_size = a.hidden, .seq_len = a.seq_len, .micro_batch_size = a.micro_batch,
-        .num_micro_batches = a.global_batch / a.micro_batch, .tile_seqs = a.tile_seqs,
-        .attn_block = a.attn_block,
-    };
-    if (hx_gpt_config_check(&cfg) != HX_OK) {
-        return 2;
-    }
-    struct hx_dataset data;
-    ret = a.data_path ? hx_data_load_bytes(&data, a.data_path) : hx_data_load_default(&data);
-    if (ret != HX_OK) {
-        return ret == HX_ENOMEM ? 1 : 2; /* a bad --data-path is bad input */
-    }
-    if (hx_data_check(&data, a.seq_len) != HX_OK) {
-        hx_data_free(&data);
-        return 2;
-    }
-    struct hx_optim_config opt;
-    hx_optim_config_default(&opt, a.iters);
-    opt.lr = a.lr;
-    opt.min_lr = a.min_lr < a.lr ? a.min_lr : a.lr;
-    opt.warmup_iters = a.warmup;
-    opt.weight_decay = a.weight_decay;
-    opt.clip_grad = a.clip;
-    opt.beta1 = a.beta1;
-    opt.beta2 = a.beta2;
+    return 0;
+}
 
-    hx_gpt_t model = NULL;
-    ret = hx_gpt_build(&model, &cfg, &opt);
-    if (ret != HX_OK) {
-        hx_data_free(&data);
-        return 2;
-    }
-    if (a.dump_dot != NULL) {
-        FILE *f = fopen(a.dump_dot, "w");
-        if (f == NULL || hx_graph_write_dot(hx_gpt_graph(model), f) != HX_OK) {
-            fprintf(stderr, "helix: error: cannot write --dump-dot %s\n", a.dump_dot);
-            if (f) {
-                fclose(f);
-            }
-            hx_gpt_destroy(model);
-            hx_data_free(&data);
-            return 1;
+/* Value of `name` in "key = value" lines, or NULL. */
+static const char *args_lookup(const char *args, const char *name, char *out, size_t n)
+{
+    size_t len = strlen(name);
+    for (const char *p = args; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, len) == 0 && strncmp(p + len, " = ", 3) == 0) {
+            const char *v = p + len + 3, *e = strchr(v, '\n');
+            size_t vl = e ? (size_t)(e - v) : strlen(v);
+            snprintf(out, n, "%.*s", (int)vl, v);
+            return out;
         }
-        fclose(f);
     }
-    struct hx_runtime_opts ro;
-    hx_runtime_opts_init(&ro);
-    ro.workers = a.workers;
-    ro.sched = a.sched;
-    ret = hx_runtime_init(&ro);
-    if (ret != HX_OK) {
-        hx_gpt_destroy(model);
-        hx_data_free(&data);
-        return ret == HX_EINVAL ? 2 : 1;
+    return NULL;
+}
+
+/* The settings stored in a checkpoint fill every flag the user did not give; a model-shape
+ * flag the user did give must agree with the checkpoint. */
+static int apply_checkpoint_args(struct flag_set *s, const struct hx_checkpoint_info *info,
+                                 const char *path)
+{
+    for (const char *const *name = train_model_flags; *name != NULL; name++) {
+        const struct flag *f = flags_find(s, *name);
+        char given[64], stored[64];
+        flags_format(f, given, sizeof given);
+        if (s->origin[f - s->flags] >= FROM_CONFIG &&
+            args_lookup(info->args, *name, stored, sizeof stored) != NULL &&
+            strcmp(stored, given) != 0) {
+            fprintf(stderr, "helix: error: --%s %s contradicts the checkpoint %s, which has "
+                    "--%s %s; drop the flag or load another checkpoint\n", *name, given, path,
+                    *name, stored);
+            return 2;
+        }
     }
-    ret = hx_gpt_realize(model);
+    return flags_parse_text(s, info->args, FROM_CHECKPOINT, path);
+}
+
+struct run {
+    struct train_args a;
+    struct flag_set flags;
+    struct hx_dataset all, train, val;
+    struct hx_checkpoint_info info;   /* loaded (with --load), then the one we save */
+    hx_gpt_t model;
+    struct progress *progress;
+    int runtime_up;
+};
+
+static int evaluate(struct run *r, int step, double *val_loss)
+{
+    const struct hx_gpt_config *c = hx_gpt_config_of(r->model);
+    size_t n = (size_t)c->micro_batch_size * c->seq_len;
+    int32_t *tok = malloc(n * sizeof(int32_t)), *tgt = malloc(n * sizeof(int32_t));
+    double sum = 0;
+    int ret = tok && tgt ? HX_OK : HX_ERR(HX_ENOMEM, "evaluation batch");
+    r->val.cursor = 0; /* the same batches every time, so validation losses compare */
+    for (int i = 0; i < r->a.eval_iters && ret == HX_OK; i++) {
+        double l;
+        hx_data_next_batch(&r->val, c->micro_batch_size, c->seq_len, tok, tgt);
+        ret = hx_gpt_eval(r->model, tok, tgt, &l);
+        sum += l;
+    }
+    free(tok);
+    free(tgt);
     if (ret == HX_OK) {
-        hx_gpt_init_params(model, (uint64_t)a.seed);
-        printf("helix train: %zu parameters, %d layers, C=%d, %d heads, T=%d, batch %d x %d "
-               "micro-batches, %d graph tasks/step, %d workers, policy %s, data %s (%zu tokens)\n",
-               hx_gpt_num_params(model), a.layers, a.hidden, a.heads, a.seq_len, a.micro_batch,
-               cfg.num_micro_batches, hx_gpt_graph(model)->nnodes, hx_runtime_workers(),
-               hx_runtime_sched_name(), data.source, data.ntokens);
+        *val_loss = sum / r->a.eval_iters;
+        progress_eval(r->progress, step, *val_loss);
+    }
+    return ret;
+}
+
+static int save(struct run *r, int64_t steps_done)
+{
+    r->info.model = *hx_gpt_config_of(r->model);
+    train_args_optim(&r->a, &r->info.optim);
+    r->info.state.step = steps_done;
+    r->info.state.train_cursor = r->train.cursor;
+    r->info.state.val_cursor = 0;
+    r->info.state.seed = (uint64_t)r->a.seed;
+    if (flags_write(&r->flags, r->info.args, sizeof r->info.args, train_run_flags) != 0) {
+        return HX_ERR(HX_EINVAL, "settings do not fit in the checkpoint header");
+    }
+    progress_clear(r->progress); /* messages never share a line with the bar */
+    int ret = hx_checkpoint_save(r->a.save, r->model, &r->info);
+    if (ret == HX_OK) {
+        printf("saved checkpoint of step %lld to %s\n", (long long)steps_done, r->a.save);
         fflush(stdout);
     }
-    size_t ntok = (size_t)a.global_batch * a.seq_len;
-    int32_t *tokens = malloc(ntok * sizeof(int32_t)), *targets = malloc(ntok * sizeof(int32_t));
-    double first_loss = NAN, last_loss = NAN;
-    for (int step = 0; ret == HX_OK && step < a.iters; step++) {
-        struct hx_step_result r;
-        hx_data_next_batch(&data, a.global_batch, a.seq_len, tokens, targets);
-        double t0 = now_ms();
-        ret = hx_gpt_set_batch(model, tokens, targets);
-        if (ret == HX_OK) {
-            ret = hx_gpt_step(model, step, &r);
+    return ret;
+}
+
+/* Everything that can be wrong with the input, before any work.  0, or 2 (reported). */
+static int prepare(struct run *r, int argc, char **argv)
+{
+    struct train_args *a = &r->a;
+    train_args_init(a, &r->flags);
+    int ret = train_args_parse(a, &r->flags, argc, argv);
+    if (ret != 0) {
+        return ret;
+    }
+    if (a->load != NULL) {
+        if (hx_checkpoint_peek(a->load, &r->info) != HX_OK) {
+            return 2;
         }
-        double ms = now_ms() - t0;
+        if ((ret = apply_checkpoint_args(&r->flags, &r->info, a->load)) != 0) {
+            return ret;
+        }
+    }
+    if ((ret = train_args_check(a)) != 0) {
+        return ret;
+    }
+    struct hx_gpt_config c;
+    train_args_model(a, &c);
+    if (a->load_llmc != NULL) {
+        struct hx_gpt_config lc;
+        if (hx_llmc_peek(a->load_llmc, &lc) != HX_OK) {
+            return 2;
+        }
+        if (lc.vocab_size != c.vocab_size || lc.num_layers != c.num_layers ||
+            lc.hidden_size != c.hidden_size || lc.num_heads != c.num_heads ||
+            lc.max_seq_len != (c.max_seq_len ? c.max_seq_len : c.seq_len)) {
+            fprintf(stderr, "helix: error: --load-llmc %s holds a model with --vocab-size %d "
+                    "--num-layers %d --hidden-size %d --num-attention-heads %d "
+                    "--max-position-embeddings %d; pass those flags (or --preset gpt2-124m)\n",
+                    a->load_llmc, lc.vocab_size, lc.num_layers, lc.hidden_size, lc.num_heads,
+                    lc.max_seq_len);
+            return 2;
+        }
+    }
+    if (hx_gpt_config_check(&c) != HX_OK) {
+        return 2;
+    }
+    ret = a->data_path ? hx_data_load(&r->all, a->data_path) : hx_data_load_default(&r->all);
+    if (ret != HX_OK) {
+        return ret == HX_ENOMEM ? 1 : 2;
+    }
+    if (r->all.vocab_size > a->vocab) {
+        fprintf(stderr, "helix: error: %s holds token ids up to %d but --vocab-size is %d; use "
+                "--vocab-size %d\n", r->all.source, r->all.vocab_size - 1, a->vocab,
+                r->all.vocab_size);
+        return 2;
+    }
+    if (hx_data_split(&r->all, a->split, a->seq_len, &r->train, &r->val) != HX_OK) {
+        return 2;
+    }
+    if (a->save != NULL && check_save_dir(a->save) != 0) {
+        return 2;
+    }
+    return 0;
+}
+
+static double flops_per_step(const struct run *r)
+{
+    /* (6 N' + 12 L C T) per token, N' = parameters without the position embedding */
+    const struct hx_gpt_config *c = hx_gpt_config_of(r->model);
+    double nprime = (double)hx_gpt_num_params(r->model) -
+                    (double)c->max_seq_len * c->hidden_size;
+    double tokens = (double)r->a.global_batch * c->seq_len;
+    return (6.0 * nprime + 12.0 * c->num_layers * c->hidden_size * c->seq_len) * tokens;
+}
+
+static int train(struct run *r)
+{
+    struct train_args *a = &r->a;
+    int64_t first = a->load ? r->info.state.step : 0;
+    if (a->load) {
+        r->train.cursor = r->info.state.train_cursor;
+    }
+    size_t ntok = (size_t)a->global_batch * a->seq_len;
+    int32_t *tok = malloc(ntok * sizeof(int32_t)), *tgt = malloc(ntok * sizeof(int32_t));
+    int ret = tok && tgt ? HX_OK : HX_ERR(HX_ENOMEM, "batch of %zu tokens", ntok);
+    int64_t step = first, last_saved = first;
+    double val = 0, first_loss = NAN, last_loss = NAN;
+    for (; ret == HX_OK && step < a->iters && !stop_signal; step++) {
+        struct hx_step_result res;
+        hx_data_next_batch(&r->train, a->global_batch, a->seq_len, tok, tgt);
+        double t0 = now_ms();
+        ret = hx_gpt_set_batch(r->model, tok, tgt);
+        ret = ret == HX_OK ? hx_gpt_step(r->model, (int)step, &res) : ret;
+        if (ret != HX_OK) {
+            progress_clear(r->progress);
+        }
+        if (ret == HX_ENONFINITE) {
+            fprintf(stderr, "helix: error: step %lld: the loss is not finite; training stopped"
+                    "%s%s\n", (long long)step + 1, a->save ? ", the last good checkpoint in " :
+                    "", a->save ? a->save : "");
+        }
         if (ret != HX_OK) {
             break;
         }
-        if (step == 0) {
-            first_loss = r.loss;
+        progress_step(r->progress, (int)step, res.loss, res.lr, res.grad_norm, now_ms() - t0);
+        first_loss = step == first ? res.loss : first_loss;
+        last_loss = res.loss;
+        if (a->eval_interval > 0 && (step + 1) % a->eval_interval == 0 && r->val.ntokens > 0) {
+            ret = evaluate(r, (int)step, &val);
         }
-        last_loss = r.loss;
-        if (step % a.log_interval == 0 || step == a.iters - 1) {
-            printf("step %5d/%d | loss %.6f | lr %.3e | grad norm %.4f | %7.1f ms | %8.0f tok/s\n",
-                   step + 1, a.iters, r.loss, (double)r.lr, r.grad_norm, ms, ntok / (ms / 1e3));
-            fflush(stdout);
+        if (ret == HX_OK && a->save && (step + 1) % a->save_interval == 0) {
+            ret = save(r, step + 1);
+            last_saved = step + 1;
+        }
+    }
+    if (ret == HX_OK && stop_signal) {
+        progress_close(r->progress);
+        r->progress = NULL;
+        printf("helix train: %s received; stopping after step %lld\n",
+               stop_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)step);
+        if (a->save && last_saved != step) {
+            ret = save(r, step);
+        } else if (!a->save) {
+            printf("helix train: no --save directory given, so nothing was saved\n");
+        }
+    } else if (ret == HX_OK) {
+        if (r->val.ntokens > 0 && (a->eval_interval == 0 || step % a->eval_interval != 0)) {
+            ret = evaluate(r, (int)step - 1, &val);
+        }
+        if (ret == HX_OK && a->save && last_saved != step) {
+            ret = save(r, step);
+        }
+        progress_close(r->progress);
+        r->progress = NULL;
+        if (ret == HX_OK) {
+            printf("done: %lld steps, loss %.4f -> %.4f\n", (long long)(step - first), first_loss,
+                   last_loss);
+        }
+        if (ret == HX_OK && a->sample_tokens > 0) {
+            printf("sample (%d tokens, temperature 0.8, top-k 40):\n", a->sample_tokens);
+            ret = sample_generate(r->model, a->sample_prompt ? a->sample_prompt : "",
+                                  a->sample_tokens, 0.8f, 40, (uint64_t)a->seed, stdout);
+        }
+    }
+    free(tok);
+    free(tgt);
+    return ret;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    static struct run r;
+    int ret = prepare(&r, argc, argv);
+    if (ret != 0) {
+        flags_free(&r.flags);
+        return ret == 1 ? 0 : ret;
+    }
+    struct train_args *a = &r.a;
+    struct hx_gpt_config c;
+    struct hx_optim_config o;
+    train_args_model(a, &c);
+    train_args_optim(a, &o);
+    struct progress_opts po = { .total_steps = a->iters, .log_interval = a->log_interval,
+                                .json_path = a->log_json, .force_bar = a->progress_bar,
+                                .first_step = a->load ? (int)r.info.state.step : 0 };
+    if (hx_gpt_build(&r.model, &c, &o) != HX_OK) {
+        ret = 2;
+        goto out;
+    }
+    po.flops_per_step = flops_per_step(&r);
+    po.tokens_per_step = (double)a->global_batch * a->seq_len;
+    if (a->dump_dot != NULL) {
+        FILE *f = fopen(a->dump_dot, "w");
+        int ok = f != NULL && hx_graph_write_dot(hx_gpt_graph(r.model), f) == HX_OK;
+        ok = (f != NULL && fclose(f) == 0) && ok;
+        if (!ok) {
+            fprintf(stderr, "helix: error: cannot write --dump-dot %s\n", a->dump_dot);
+            ret = 2;
+            goto out;
+        }
+    }
+    /* measured before StarPU's workers start spinning on the cores */
+    po.peak_flops = progress_measure_sgemm_peak(a->workers > 0 ? a->workers : hx_ncores());
+    if (progress_open(&r.progress, &po) != HX_OK) {
+        ret = 2;
+        goto out;
+    }
+    struct hx_runtime_opts ro;
+    hx_runtime_opts_init(&ro);
+    ro.workers = a->workers;
+    ro.sched = a->sched;
+    if ((ret = hx_runtime_init(&ro)) != HX_OK) {
+        ret = ret == HX_EINVAL ? 2 : 1;
+        goto out;
+    }
+    r.runtime_up = 1;
+    ret = hx_gpt_realize(r.model);
+    if (ret == HX_OK) {
+        if (a->load) {
+            ret = hx_checkpoint_load(a->load, r.model, &r.info);
+        } else {
+            hx_gpt_init_params(r.model, (uint64_t)a->seed);
+            ret = a->load_llmc ? hx_llmc_import(a->load_llmc, r.model) : HX_OK;
         }
     }
     if (ret == HX_OK) {
-        printf("done: %d steps, loss %.4f -> %.4f\n", a.iters, first_loss, last_loss);
+        printf("helix train: %zu parameters, %d layers, C=%d, %d heads, T=%d, "
+               "batch %d x %d micro-batches, %d tasks/step, %d workers, policy %s, "
+               "sgemm peak %.1f GFLOP/s\n"
+               "data: %s, %zu training and %zu validation tokens%s%s\n",
+               hx_gpt_num_params(r.model), c.num_layers, c.hidden_size, c.num_heads, c.seq_len,
+               c.micro_batch_size, c.num_micro_batches, hx_gpt_graph(r.model)->nnodes,
+               hx_runtime_workers(), hx_runtime_sched_name(), po.peak_flops / 1e9,
+               r.all.source, r.train.ntokens, r.val.ntokens, a->load ? "; resuming from " : "",
+               a->load ? a->load : "");
+        fflush(stdout);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        ret = train(&r);
     }
-    free(tokens);
-    free(targets);
-    hx_gpt_destroy(model);
-    hx_runtime_shutdown();
-    hx_data_free(&data);
-    return ret == HX_OK ? 0 : 1;
+    ret = ret == HX_OK ? 0 : 1;
+out:
+    progress_close(r.progress);
+    hx_gpt_destroy(r.model);
+    if (r.runtime_up) {
+        hx_runtime_shutdown();
+    }
+    hx_data_free(&r.all);
+    hx_data_free(&r.train);
+    hx_data_free(&r.val);
+    flags_free(&r.flags);
+    return ret;
 }

@@ -12,10 +12,12 @@
  * gpt.h      the GPT-2 training step
  * sched.h    scheduling policies by name
  * data.h     byte corpora and batches
+ * checkpoint.h  save, verify and load the training state; llm.c import
  */
 #ifndef HELIX_HELIX_H
 #define HELIX_HELIX_H
 
+#include "helix/checkpoint.h"
 #include "helix/data.h"
 #include "helix/error.h"
 #include "helix/gpt.h"

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/train.h: the settings of `helix train` (Megatron-LM's flag names where one exists)
+ * and how they are gathered: defaults < --preset < checkpoint (--load) < --config < argv. */
+#ifndef HX_TRAIN_H
+#define HX_TRAIN_H
+
+#include <stdint.h>
+
+#include "helix/checkpoint.h"
+#include "helix/helix.h"
+#include "tools/tools.h"
+
+struct train_args {
+    /* model */
+    int layers, hidden, heads, seq_len, max_pos, vocab;
+    /* batch and schedule */
+    int micro_batch, global_batch, iters, warmup, decay_iters;
+    float lr, min_lr, weight_decay, clip, beta1, beta2, adam_eps;
+    const char *decay_style;
+    int seed;
+    /* data and evaluation */
+    const char *data_path, *split;
+    int eval_interval, eval_iters;
+    /* checkpoints */
+    const char *save, *load, *load_llmc;
+    int save_interval;
+    /* run */
+    const char *sched, *preset, *config, *log_json, *trace, *dump_dot;
+    int workers, log_interval, tile_seqs, attn_block, progress_bar;
+    /* the sample printed at the end */
+    int sample_tokens;
+    const char *sample_prompt;
+};
+
+/* Fill @p a with defaults and @p s with the flag table over @p a.  The table is static. */
+void train_args_init(struct train_args *a, struct flag_set *s);
+/* Gather argv, --config and --preset: 0 ok, 1 --help printed, 2 usage error. */
+int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **argv);
+/* Cross-flag checks, once every source (a checkpoint's settings too) is in: 0 or 2. */
+int train_args_check(struct train_args *a);
+/* The model and optimizer configurations the settings describe. */
+void train_args_model(const struct train_args *a, struct hx_gpt_config *c);
+void train_args_optim(const struct train_args *a, struct hx_optim_config *o);
+/* Names of the flags that define the model's shape (must agree with a checkpoint). */
+extern const char *const train_model_flags[];
+/* Flags that are not stored in checkpoints (where and how a run happens, not what). */
+extern const char *const train_run_flags[];
+
+/* tools/sample.c: generate @p ntok tokens after @p prompt with the model's micro-batch 0
+ * (temperature 0 = greedy; top_k 0 = all) and write the text to @p out. */
+int sample_generate(hx_gpt_t m, const char *prompt, int ntok, float temperature, int top_k,
+                    uint64_t seed, FILE *out);
+
+#endif /* HX_TRAIN_H */

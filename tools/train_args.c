@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/train_args.c: the flags of `helix train`, its presets, and the order in which sources
+ * are applied.  Presets name whole model shapes (tiny, small, gpt2-124m); a config file holds
+ * `key = value` lines with the flag names; the command line wins over both.  Everything a flag
+ * can check alone is checked here; cross-checks (data, checkpoint) come in train.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/train.h"
+
+const char *const train_model_flags[] = { "num-layers", "hidden-size", "num-attention-heads",
+                                          "max-position-embeddings", "vocab-size", NULL };
+const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "preset",
+                                        "log-json", "trace", "dump-dot", "workers", "sched",
+                                        "progress-bar", "train-iters", NULL };
+
+static struct flag table[64];
+static int ntable;
+
+struct preset {
+    const char *name, *text;
+};
+
+/* Whole configurations; values a user passes still win. */
+static const struct preset presets[] = {
+    { "tiny", "num-layers = 2\nhidden-size = 64\nnum-attention-heads = 4\nseq-length = 64\n"
+              "micro-batch-size = 8\ntrain-iters = 300\nlr = 3e-3\n" },
+    { "small", "num-layers = 4\nhidden-size = 128\nnum-attention-heads = 4\nseq-length = 128\n"
+               "micro-batch-size = 8\ntrain-iters = 600\nlr = 2e-3\n" },
+    { "gpt2-124m", "num-layers = 12\nhidden-size = 768\nnum-attention-heads = 12\n"
+                   "seq-length = 1024\nmax-position-embeddings = 1024\nvocab-size = 50257\n"
+                   "micro-batch-size = 4\nlr = 6e-4\nmin-lr = 6e-5\nlr-warmup-iters = 700\n"
+                   "train-iters = 5000\n" },
+};
+
+#define F(n, t, d, lo, hi, h) table[ntable++] = (struct flag){ n, t, d, lo, hi, h }
+
+void train_args_init(struct train_args *a, struct flag_set *s)
+{
+    memset(a, 0, sizeof *a);
+    /* the "small" preset: ~0.84M parameters, ~1 minute for 600 steps on 2 cores */
+    a->layers = 4, a->hidden = 128, a->heads = 4, a->seq_len = 128, a->vocab = 256;
+    a->micro_batch = 8, a->iters = 600, a->warmup = 30;
+    a->lr = 2e-3f, a->min_lr = 1e-4f, a->weight_decay = 0.1f, a->clip = 1.0f;
+    a->beta1 = 0.9f, a->beta2 = 0.95f, a->adam_eps = 1e-8f, a->decay_style = "cosine";
+    a->seed = 1234, a->split = "949,50,1", a->eval_interval = 100, a->eval_iters = 10;
+    a->save_interval = 100, a->log_interval = 10, a->progress_bar = -1;
+    a->sample_tokens = 200, a->sample_prompt = "The";
+    ntable = 0;
+    /* model */
+    F("num-layers", FLAG_INT, &a->layers, 1, 1024, "transformer layers");
+    F("hidden-size", FLAG_INT, &a->hidden, 1, 65536, "hidden size C");
+    F("num-attention-heads", FLAG_INT, &a->heads, 1, 1024, "attention heads (must divide C)");
+    F("seq-length", FLAG_INT, &a->seq_len, 1, 65536, "tokens per sequence T");
+    F("max-position-embeddings", FLAG_INT, &a->max_pos, 0, 65536,
+      "rows of the position embedding (0: --seq-length)");
+    F("vocab-size", FLAG_INT, &a->vocab, 2, 1 << 20, "vocabulary (bytes: 256; GPT-2: 50257)");
+    /* batch and optimizer */
+    F("micro-batch-size", FLAG_INT, &a->micro_batch, 1, 65536, "sequences per micro-batch");
+    F("global-batch-size", FLAG_INT, &a->global_batch, 0, 1 << 20,
+      "sequences per step, a multiple of the micro-batch (0: one micro-batch)");
+    F("train-iters", FLAG_INT, &a->iters, 1, 1 << 30, "training steps");
+    F("lr", FLAG_FLOAT, &a->lr, 0, 10, "peak learning rate");
+    F("min-lr", FLAG_FLOAT, &a->min_lr, 0, 10, "learning rate at the end of the decay");
+    F("lr-warmup-iters", FLAG_INT, &a->warmup, 0, 1 << 30, "linear warmup steps");
+    F("lr-decay-iters", FLAG_INT, &a->decay_iters, 0, 1 << 30,
+      "step where the decay reaches --min-lr (0: --train-iters)");
+    F("lr-decay-style", FLAG_STRING, &a->decay_style, 0, 0, "cosine, linear or constant");
+    F("weight-decay", FLAG_FLOAT, &a->weight_decay, 0, 10, "AdamW decoupled weight decay");
+    F("clip-grad", FLAG_FLOAT, &a->clip, 0, 1e6, "global gradient-norm clip (0: off)");
+    F("adam-beta1", FLAG_FLOAT, &a->beta1, 0, 0.999999, "Adam beta1");
+    F("adam-beta2", FLAG_FLOAT, &a->beta2, 0, 0.999999, "Adam beta2");
+    F("adam-eps", FLAG_FLOAT, &a->adam_eps, 1e-30, 1, "Adam epsilon");
+    F("seed", FLAG_INT, &a->seed, 0, 2147483647, "seed of the initialisation and sampling");
+    /* data */
+    F("data-path", FLAG_STRING, &a->data_path, 0, 0,
+      "text file (bytes) or llm.c token shard (default: the embedded corpus)");
+    F("split", FLAG_STRING, &a->split, 0, 0, "train,valid,test weights of the data");
+    F("eval-interval", FLAG_INT, &a->eval_interval, 0, 1 << 30,
+      "steps between validation losses (0: only at the end)");
+    F("eval-iters", FLAG_INT, &a->eval_iters, 1, 1 << 20, "micro-batches per validation");
+    /* checkpoints */
+    F("save", FLAG_STRING, &a->save, 0, 0, "directory for checkpoints");
+    F("save-interval", FLAG_INT, &a->save_interval, 1, 1 << 30, "steps between checkpoints");
+    F("load", FLAG_STRING, &a->load, 0, 0, "resume from a checkpoint directory or file");
+    F("load-llmc", FLAG_STRING, &a->load_llmc, 0, 0,
+      "start from llm.c GPT-2 weights (gpt2_124M.bin layout)");
+    /* run */
+    F("preset", FLAG_STRING, &a->preset, 0, 0, "model preset: tiny, small, gpt2-124m");
+    F("config", FLAG_STRING, &a->config, 0, 0, "file of 'key = value' lines; flags win");
+    F("sched", FLAG_STRING, &a->sched, 0, 0,
+      "scheduling policy: hx-prio or a StarPU one (eager, prio, lws, dmda...)");
+    F("workers", FLAG_INT, &a->workers, 0, 64, "CPU workers (0: STARPU_NCPU or all cores)");
+    F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
+    F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
+    F("progress-bar", FLAG_INT, &a->progress_bar, -1, 1, "live bar: -1 when a terminal, 0, 1");
+    F("trace", FLAG_STRING, &a->trace, 0, 0, "write a Chrome/Perfetto trace of the tasks");
+    F("tile-seqs", FLAG_INT, &a->tile_seqs, 0, 65536, "sequences per row tile (0: 1)");
+    F("attn-block", FLAG_INT, &a->attn_block, 0, 65536, "attention block (0: 64)");
+    F("dump-dot", FLAG_STRING, &a->dump_dot, 0, 0, "write the step graph as Graphviz DOT");
+    F("sample-tokens", FLAG_INT, &a->sample_tokens, 0, 1 << 20,
+      "tokens sampled after training (0: none)");
+    F("sample-prompt", FLAG_STRING, &a->sample_prompt, 0, 0, "prompt of that sample");
+    flags_init(s, table, ntable);
+}
+
+static int apply_preset(struct flag_set *s, const char *name)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (strcmp(presets[i].name, name) == 0) {
+            return flags_parse_text(s, presets[i].text, FROM_PRESET, "preset");
+        }
+    }
+    fprintf(stderr, "helix: error: unknown --preset '%s'; choose tiny, small or gpt2-124m\n",
+            name);
+    return 2;
+}
+
+int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: helix train [flags]\n\n"
+        "Train a GPT-2 style model on one rank.  Settings come from, in increasing priority:\n"
+        "defaults, --preset, the checkpoint of --load, --config FILE, and the command line.";
+    int ret = flags_parse_argv(s, argc, argv, 2, usage);
+    if (ret != 0) {
+        return ret;
+    }
+    if (a->config != NULL && (ret = flags_parse_file(s, a->config, FROM_CONFIG)) != 0) {
+        return ret;
+    }
+    if (a->preset != NULL && (ret = apply_preset(s, a->preset)) != 0) {
+        return ret;
+    }
+    return 0;
+}
+
+int train_args_check(struct train_args *a)
+{
+    const char *ds = a->decay_style;
+    if (strcmp(ds, "cosine") != 0 && strcmp(ds, "linear") != 0 && strcmp(ds, "constant") != 0) {
+        fprintf(stderr, "helix: error: --lr-decay-style '%s' is not cosine, linear or constant\n",
+                ds);
+        return 2;
+    }
+    if (a->global_batch == 0) {
+        a->global_batch = a->micro_batch;
+    }
+    if (a->global_batch % a->micro_batch != 0) {
+        fprintf(stderr, "helix: error: --global-batch-size %d is not a multiple of "
+                "--micro-batch-size %d; make it one (e.g. %d)\n", a->global_batch,
+                a->micro_batch, (a->global_batch / a->micro_batch + 1) * a->micro_batch);
+        return 2;
+    }
+    if (a->min_lr > a->lr) {
+        fprintf(stderr, "helix: error: --min-lr %g is above --lr %g; the decay goes down to "
+                "--min-lr\n", (double)a->min_lr, (double)a->lr);
+        return 2;
+    }
+    if (a->sched != NULL && !hx_sched_is_known(a->sched)) {
+        fprintf(stderr, "helix: error: unknown --sched '%s'; choose one of:", a->sched);
+        for (const char *const *n = hx_sched_names(); *n != NULL; n++) {
+            fprintf(stderr, " %s", *n);
+        }
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    if (a->load != NULL && a->load_llmc != NULL) {
+        fprintf(stderr, "helix: error: --load and --load-llmc both given; resume a helix "
+                "checkpoint or start from llm.c weights, not both\n");
+        return 2;
+    }
+    return 0;
+}
+
+void train_args_model(const struct train_args *a, struct hx_gpt_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->vocab_size = a->vocab;
+    c->max_seq_len = a->max_pos;
+    c->num_layers = a->layers;
+    c->num_heads = a->heads;
+    c->hidden_size = a->hidden;
+    c->seq_len = a->seq_len;
+    c->micro_batch_size = a->micro_batch;
+    c->num_micro_batches = a->global_batch / a->micro_batch;
+    c->tile_seqs = a->tile_seqs;
+    c->attn_block = a->attn_block;
+}
+
+void train_args_optim(const struct train_args *a, struct hx_optim_config *o)
+{
+    hx_optim_config_default(o, a->decay_iters > 0 ? a->decay_iters : a->iters);
+    o->lr = a->lr;
+    o->min_lr = a->min_lr;
+    o->warmup_iters = a->warmup;
+    o->decay_style = strcmp(a->decay_style, "linear") == 0     ? HX_LR_LINEAR
+                     : strcmp(a->decay_style, "constant") == 0 ? HX_LR_CONSTANT
+                                                               : HX_LR_COSINE;
+    o->weight_decay = a->weight_decay;
+    o->clip_grad = a->clip;
+    o->beta1 = a->beta1;
+    o->beta2 = a->beta2;
+    o->eps = a->adam_eps;
+}
