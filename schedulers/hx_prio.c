@@ -206,7 +206,8 @@ static int prio_push(struct starpu_task *task)
 #ifndef STARPU_NON_BLOCKING_DRIVERS
     /* Blocking drivers sleep when pop returns NULL: wake one worker that may take the task.
      * (Debian's build defines STARPU_NON_BLOCKING_DRIVERS: its workers poll pop.) */
-    struct starpu_worker_collection *workers = starpu_sched_ctx_get_worker_collection(task->sched_ctx);
+    struct starpu_worker_collection *workers =
+        starpu_sched_ctx_get_worker_collection(task->sched_ctx);
     struct starpu_sched_ctx_iterator it;
     workers->init_iterator(workers, &it);
     while (workers->has_next(workers, &it)) {

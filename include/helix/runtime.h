@@ -15,8 +15,8 @@ extern "C" {
 #endif
 
 struct hx_runtime_opts {
-    int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the number of cores (max 4) */
-    const char *sched;  /**< policy name (helix or StarPU); NULL = HX_SCHED, STARPU_SCHED, "hx-prio" */
+    int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the cores (max 4) */
+    const char *sched;  /**< policy (helix or StarPU); NULL = HX_SCHED, STARPU_SCHED, hx-prio */
     int profiling;      /**< enable StarPU task profiling (per-task start/end times) */
 };
 

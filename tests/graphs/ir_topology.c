@@ -91,7 +91,8 @@ static void gpt_graph(void)
         }
         if (n->phase == HX_PHASE_BACKWARD_WEIGHT) {
             for (int r = 0; r < n->nrefs; r++) {
-                if ((n->refs[r].mode & HX_W) && g->tensors[n->refs[r].tensor]->role != HX_ROLE_GRAD) {
+                const struct hx_tensor *t = g->tensors[n->refs[r].tensor];
+                if ((n->refs[r].mode & HX_W) && t->role != HX_ROLE_GRAD) {
                     bad_weight++;
                 }
             }

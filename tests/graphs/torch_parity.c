@@ -155,8 +155,8 @@ static void run_case(const struct case_cfg *k, const char *dir)
     snprintf(out, sizeof out, "%s/%s.out", dir, k->name);
     tap_ok(write_input(in, m, &o, tokens, targets, ntok) == 0, "%s: wrote %s", k->name, in);
     const char *py = getenv("HX_TORCH_PYTHON"), *src = getenv("HX_SRCDIR");
-    snprintf(cmd, sizeof cmd, "%s %s/tests/reference/gpt_ref.py %s %s", py ? py : "/usr/bin/python3",
-             src ? src : "..", in, out);
+    snprintf(cmd, sizeof cmd, "%s %s/tests/reference/gpt_ref.py %s %s",
+             py ? py : "/usr/bin/python3", src ? src : "..", in, out);
     struct torch_out t = { 0 };
     size_t nparam = hx_gpt_num_params(m);
     int ran = system(cmd) == 0 && read_output(out, &t, nparam) == 0;
