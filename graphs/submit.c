@@ -10,6 +10,7 @@
 #include "codelets/codelets.h"
 #include "helix/error.h"
 #include "helix/graph.h"
+#include "helix/trace.h"
 
 static enum starpu_data_access_mode starpu_mode(enum hx_access m)
 {
@@ -36,6 +37,10 @@ int hx_graph_submit(hx_graph_t g, int first, int last)
         t->priority = n->priority;
         t->name = info->name;
         t->nbuffers = n->nrefs;
+        if (hx_trace_active()) {
+            t->callback_func = hx_trace_record;
+            t->callback_arg = n;
+        }
         for (int r = 0; r < n->nrefs; r++) {
             const struct hx_tensor *tensor = g->tensors[n->refs[r].tensor];
             HX_ASSERT(tensor->handles != NULL, "node %d (%s) uses tensor %s before "

@@ -215,6 +215,15 @@ static int prepare(struct run *r, int argc, char **argv)
     if (a->save != NULL && check_save_dir(a->save) != 0) {
         return 2;
     }
+    if (a->trace != NULL) { /* created now, so a bad path fails before the run, not after */
+        FILE *f = fopen(a->trace, "w");
+        if (f == NULL) {
+            fprintf(stderr, "helix: error: cannot create --trace %s: %s; create its directory "
+                    "or choose another file\n", a->trace, strerror(errno));
+            return 2;
+        }
+        fclose(f);
+    }
     return 0;
 }
 
@@ -240,6 +249,9 @@ static int train(struct run *r)
     int ret = tok && tgt ? HX_OK : HX_ERR(HX_ENOMEM, "batch of %zu tokens", ntok);
     int64_t step = first, last_saved = first;
     double val = 0, first_loss = NAN, last_loss = NAN;
+    if (ret == HX_OK && first == 0 && r->val.ntokens > 0) {
+        ret = evaluate(r, -1, &val); /* the starting point the later validation losses beat */
+    }
     for (; ret == HX_OK && step < a->iters && !stop_signal; step++) {
         struct hx_step_result res;
         hx_data_next_batch(&r->train, a->global_batch, a->seq_len, tok, tgt);
@@ -349,7 +361,8 @@ int cmd_train(int argc, char **argv)
         goto out;
     }
     r.runtime_up = 1;
-    ret = hx_gpt_realize(r.model);
+    ret = a->trace ? hx_trace_start() : HX_OK;
+    ret = ret == HX_OK ? hx_gpt_realize(r.model) : ret;
     if (ret == HX_OK) {
         if (a->load) {
             ret = hx_checkpoint_load(a->load, r.model, &r.info);
@@ -375,6 +388,15 @@ int cmd_train(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         ret = train(&r);
+    }
+    if (a->trace != NULL) {
+        int tret = hx_trace_write(a->trace);
+        if (tret == HX_OK) {
+            printf("trace: %ld tasks written to %s (open in ui.perfetto.dev)\n",
+                   hx_trace_count(), a->trace);
+        }
+        ret = ret == HX_OK ? tret : ret;
+        hx_trace_stop();
     }
     ret = ret == HX_OK ? 0 : 1;
 out:

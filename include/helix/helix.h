@@ -12,6 +12,7 @@
  * gpt.h      the GPT-2 training step
  * sched.h    scheduling policies by name
  * data.h     byte corpora and batches
+ * trace.h    task traces for Perfetto
  * checkpoint.h  save, verify and load the training state; llm.c import
  */
 #ifndef HELIX_HELIX_H
@@ -27,6 +28,7 @@
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "helix/tensor.h"
+#include "helix/trace.h"
 
 #define HX_VERSION "0.1.0"
 
