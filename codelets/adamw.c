@@ -54,8 +54,8 @@ static void adamw_cpu(void *buffers[], void *cl_arg)
         double sumsq = HX_BUF_F64(buffers, 4)[0];
         if (!isfinite(sumsq)) {
             /* refuse to step: the parameters stay as they were, and the run reports why */
-            HX_ERR(HX_ENONFINITE, "adamw: squared gradient norm is %g, step %d not applied",
-                   sumsq, a->t);
+            HX_ERR(HX_ENONFINITE, "step %d: the gradient norm is not finite (squared %g); "
+                   "the update was not applied", a->t, sumsq);
             return;
         }
         double c = (double)a->max_norm / (sqrt(sumsq) + 1e-6);

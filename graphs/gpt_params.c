@@ -128,7 +128,9 @@ static double read_scalar(hx_tensor_t t)
     return v;
 }
 
-static int run(hx_gpt_t m, int last, struct hx_step_result *r)
+/* Submit nodes [0, last), wait, read loss and norm.  @p step (1-based, 0 = not a training
+ * step) names the step in the message of a non-finite loss. */
+static int run(hx_gpt_t m, int last, int step, struct hx_step_result *r)
 {
     int ret = hx_graph_submit(m->g, 0, last);
     int wret = hx_graph_wait(m->g);
@@ -142,9 +144,9 @@ static int run(hx_gpt_t m, int last, struct hx_step_result *r)
     r->loss = read_scalar(m->loss_sum) / tokens;
     r->grad_norm = sqrt(read_scalar(m->gnorm_sumsq));
     if (!isfinite(r->loss)) {
-        return HX_ERR(HX_ENONFINITE, "loss is %f (gradient norm %f): training diverged; lower "
-                      "--lr or raise --lr-warmup-iters, and restart from the last checkpoint",
-                      r->loss, r->grad_norm);
+        return HX_ERR(HX_ENONFINITE, "step %d: the loss is %f, not finite (gradient norm %f): "
+                      "training diverged; lower --lr or raise --lr-warmup-iters, and restart "
+                      "from the last checkpoint", step, r->loss, r->grad_norm);
     }
     return HX_OK;
 }
@@ -180,7 +182,7 @@ int hx_gpt_read_logits(hx_gpt_t m, float *dst)
 int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r)
 {
     r->lr = 0.0f;
-    return run(m, m->first_opt_node, r);
+    return run(m, m->first_opt_node, 0, r);
 }
 
 int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r)
@@ -194,5 +196,5 @@ int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r)
         }
     }
     r->lr = lr;
-    return run(m, -1, r);
+    return run(m, -1, step + 1, r);
 }

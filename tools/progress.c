@@ -219,7 +219,7 @@ void progress_eval(struct progress *p, int step, double val_loss)
     }
     int had_bar = p->bar_len > 0;
     bar_erase(p);
-    printf("validation | step %d | val loss %.4f (ppl %.2f)\n", step + 1, val_loss,
+    printf("validation | step %d | val loss %.4f (ppl %.4g)\n", step + 1, val_loss,
            exp(val_loss));
     if (had_bar) {
         bar_show(p);

@@ -261,10 +261,8 @@ static int train(struct run *r)
         if (ret != HX_OK) {
             progress_clear(r->progress);
         }
-        if (ret == HX_ENONFINITE) {
-            fprintf(stderr, "helix: error: step %lld: the loss is not finite; training stopped"
-                    "%s%s\n", (long long)step + 1, a->save ? ", the last good checkpoint in " :
-                    "", a->save ? a->save : "");
+        if (ret == HX_ENONFINITE && a->save != NULL) { /* the error line named the step */
+            printf("helix train: stopped; the last good checkpoint in %s is kept\n", a->save);
         }
         if (ret != HX_OK) {
             break;

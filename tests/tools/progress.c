@@ -232,7 +232,7 @@ int main(void)
         "step    11/25 | loss 2.6000 | lr 4.40e-04 | grad norm 0.6000 | 100.0 ms/step | "
         "10240 tok/s | MFU 10.0% | ETA 0:00:01",
         "saved checkpoint of step 10",
-        "validation | step 20 | val loss 1.5000 (ppl 4.48)",
+        "validation | step 20 | val loss 1.5000 (ppl 4.482)",
         "step    21/25 | loss 2.2000 | lr 8.40e-04 | grad norm 0.7000 | 100.0 ms/step | "
         "10240 tok/s | MFU 10.0% | ETA 0:00:00",
         "step    25/25 | loss 2.0400 | lr 1.00e-03 | grad norm 0.7400 | 100.0 ms/step | "
