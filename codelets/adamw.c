@@ -49,15 +49,15 @@ static void adamw_cpu(void *buffers[], void *cl_arg)
                   HX_BUF_ROWS(buffers, i), HX_BUF_COLS(buffers, i), HX_BUF_LD(buffers, i), n);
     }
     HX_ASSERT(a->t >= 1, "adamw: step t = %d, must be 1-based", a->t);
-    double clip = 1.0;
+    double clip = 1.0, sumsq = HX_BUF_F64(buffers, 4)[0];
+    if (!isfinite(sumsq)) {
+        /* refuse to step, clipping or not: every AdamW task of the step reads the same norm,
+         * so no parameter moves, and a checkpoint saved later still holds finite values */
+        HX_TASK_ERR(HX_ENONFINITE, "step %d: the gradient norm is not finite (squared %g); "
+                    "the update was not applied", a->t, sumsq);
+        return;
+    }
     if (a->max_norm > 0.0f) {
-        double sumsq = HX_BUF_F64(buffers, 4)[0];
-        if (!isfinite(sumsq)) {
-            /* refuse to step: the parameters stay as they were, and the run reports why */
-            HX_ERR(HX_ENONFINITE, "step %d: the gradient norm is not finite (squared %g); "
-                   "the update was not applied", a->t, sumsq);
-            return;
-        }
         double c = (double)a->max_norm / (sqrt(sumsq) + 1e-6);
         clip = c < 1.0 ? c : 1.0;
     }

@@ -58,8 +58,8 @@ extern "C" void hx_matmul_cuda(void *buffers[], void *cl_arg)
     cudaStream_t stream;
     cublasHandle_t h = local_handle(&stream);
     if (h == NULL) {
-        hx_error_at(__FILE__, __LINE__, "matmul_cuda", HX_ERUNTIME,
-                    "cublasCreate failed (m=%d n=%d k=%d)", a->m, a->n, a->k);
+        hx_task_error_at(__FILE__, __LINE__, "matmul_cuda", HX_ERUNTIME,
+                         "cublasCreate failed (m=%d n=%d k=%d)", a->m, a->n, a->k);
         return;
     }
     if (a->has_bias && node->nrefs > 3) {
@@ -71,8 +71,8 @@ extern "C" void hx_matmul_cuda(void *buffers[], void *cl_arg)
                                     a->transa ? CUBLAS_OP_T : CUBLAS_OP_N, a->n, a->m, a->k,
                                     &alpha, B, ldb, A, lda, &beta, C, ldc);
     if (st != CUBLAS_STATUS_SUCCESS) {
-        hx_error_at(__FILE__, __LINE__, "matmul_cuda", HX_ERUNTIME,
-                    "cublasSgemm(m=%d, n=%d, k=%d, transa=%d, transb=%d): status %d", a->m, a->n,
+        hx_task_error_at(__FILE__, __LINE__, "matmul_cuda", HX_ERUNTIME,
+                         "cublasSgemm(m=%d, n=%d, k=%d, transa=%d, transb=%d): status %d", a->m, a->n,
                     a->k, a->transa, a->transb, (int)st);
     }
 }

@@ -35,21 +35,42 @@ void hx_error_set_rank(int rank, int size)
     err_size = size;
 }
 
-int hx_error_at(const char *file, int line, const char *func, int status, const char *fmt, ...)
+static int report(const char *file, int line, const char *func, int status, int first_only,
+                  const char *fmt, va_list ap)
 {
-    va_list ap;
     pthread_mutex_lock(&lock);
+    if (failed && first_only) {
+        pthread_mutex_unlock(&lock);
+        return status;
+    }
     if (!failed) {
-        failed = 1;
+        __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
         first_status = status;
     }
     fprintf(stderr, "helix: error: [rank %d/%d] %s:%d %s: ", err_rank, err_size, file, line, func);
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fputc('\n', stderr);
     fflush(stderr);
     pthread_mutex_unlock(&lock);
+    return status;
+}
+
+int hx_error_at(const char *file, int line, const char *func, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(file, line, func, status, 0, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int hx_task_error_at(const char *file, int line, const char *func, int status, const char *fmt,
+                     ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(file, line, func, status, 1, fmt, ap);
+    va_end(ap);
     return status;
 }
 

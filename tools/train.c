@@ -51,15 +51,21 @@ static int check_save_dir(const char *dir)
         }
         return 0;
     }
+    /* it will be created (mkdir -p): the nearest existing ancestor must be a writable dir */
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (slash == NULL) {
-        snprintf(parent, sizeof parent, ".");
-    } else if (slash == parent) {
-        parent[1] = '\0';
-    } else {
-        *slash = '\0';
+    for (;;) {
+        char *slash = strrchr(parent, '/');
+        if (slash == NULL) {
+            snprintf(parent, sizeof parent, ".");
+        } else if (slash == parent) {
+            parent[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+        if (stat(parent, &st) == 0 || strcmp(parent, ".") == 0 || strcmp(parent, "/") == 0) {
+            break;
+        }
     }
     if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode) || access(parent, W_OK | X_OK) != 0) {
         fprintf(stderr, "helix: error: --save %s cannot be created: %s is not a writable "
@@ -204,8 +210,8 @@ static int prepare(struct run *r, int argc, char **argv)
         return ret == HX_ENOMEM ? 1 : 2;
     }
     if (r->all.vocab_size > a->vocab) {
-        fprintf(stderr, "helix: error: %s holds token ids up to %d but --vocab-size is %d; use "
-                "--vocab-size %d\n", r->all.source, r->all.vocab_size - 1, a->vocab,
+        fprintf(stderr, "helix: error: %s is tokenized for a vocabulary of %d, but --vocab-size "
+                "is %d; use --vocab-size %d\n", r->all.source, r->all.vocab_size, a->vocab,
                 r->all.vocab_size);
         return 2;
     }
@@ -249,6 +255,10 @@ static int train(struct run *r)
     int ret = tok && tgt ? HX_OK : HX_ERR(HX_ENOMEM, "batch of %zu tokens", ntok);
     int64_t step = first, last_saved = first;
     double val = 0, first_loss = NAN, last_loss = NAN;
+    if (first >= a->iters) {
+        printf("helix train: the checkpoint is at step %lld, --train-iters is %d: nothing to "
+               "train\n", (long long)first, a->iters);
+    }
     if (ret == HX_OK && first == 0 && r->val.ntokens > 0) {
         ret = evaluate(r, -1, &val); /* the starting point the later validation losses beat */
     }
@@ -297,7 +307,7 @@ static int train(struct run *r)
         }
         progress_close(r->progress);
         r->progress = NULL;
-        if (ret == HX_OK) {
+        if (ret == HX_OK && step > first) {
             printf("done: %lld steps, loss %.4f -> %.4f\n", (long long)(step - first), first_loss,
                    last_loss);
         }

@@ -43,6 +43,17 @@ int hx_error_at(const char *file, int line, const char *func, int status, const 
 
 #define HX_ERR(status, ...) hx_error_at(__FILE__, __LINE__, __func__, (status), __VA_ARGS__)
 
+/**
+ * The same from inside a task: several tasks running at once may hit the same problem (every
+ * AdamW task sees one non-finite norm), so only the run's first failure is printed and the
+ * others return their status silently.
+ */
+int hx_task_error_at(const char *file, int line, const char *func, int status, const char *fmt,
+                     ...) __attribute__((format(printf, 5, 6)));
+
+#define HX_TASK_ERR(status, ...) \
+    hx_task_error_at(__FILE__, __LINE__, __func__, (status), __VA_ARGS__)
+
 /** Abort on a broken internal invariant (a helix bug), printing the values. */
 void hx_assert_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), noreturn));

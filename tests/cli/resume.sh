@@ -93,8 +93,9 @@ plan 21
 run timeout 50 "$HELIX" train $ARGS --save "$TMP/ref" --log-json "$TMP/ref.jsonl"
 cp "$OUT" "$TMP/ref.out"
 ok "reference: 40 steps uninterrupted, 4 validations, saves at 30 and 40 kept" \
-    'rc_is 0 && [ "$(grep -c "^step" "$OUT")" -eq 40 ] && [ "$(grep -c "^validation | step [1-9]" "$OUT")" -eq 4 ] &&
-     tidy "$TMP/ref" && latest_is "$TMP/ref" 40 && [ -f "$TMP/ref/ckpt-00000030.bin" ]'
+    'rc_is 0 && [ "$(grep -c "^step" "$OUT")" -eq 40 ] &&
+     [ "$(grep -c "^validation | step [1-9]" "$OUT")" -eq 4 ] && tidy "$TMP/ref" &&
+     latest_is "$TMP/ref" 40 && [ -f "$TMP/ref/ckpt-00000030.bin" ]'
 
 # (a) SIGKILL between saves: the checkpoint of step 20 (the last complete one) is what is left.
 interrupt KILL 25 kill
@@ -105,7 +106,8 @@ ok "SIGKILL once step 25 is printed: killed (status 137) at step $KSTEP, last sa
 ok "... its save directory names ckpt-$S in 'latest', holds at most 2 checkpoints" \
     'latest_is "$TMP/kill" "$S" && tidy "$TMP/kill" "ckpt-*.bin.tmp"'
 # a save killed before its rename leaves a .tmp: it must not count, and the next save prunes it
-head -c 1000 "$TMP/kill/ckpt-$(printf %08d "$S").bin" >"$TMP/kill/ckpt-$(printf %08d $((S + 10))).bin.tmp"
+head -c 1000 "$TMP/kill/ckpt-$(printf %08d "$S").bin" \
+    >"$TMP/kill/ckpt-$(printf %08d $((S + 10))).bin.tmp"
 resume kill
 ok "--load after SIGKILL: exit 0, resumes from step $S (a .tmp beside it does not count)" \
     'rc_is 0 && out_has "resuming from $TMP/kill$" &&

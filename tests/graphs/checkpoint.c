@@ -8,7 +8,6 @@
  * Model: L=2, C=32, T=16, V=256, B=2 on 2 workers. */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@
 #include <unistd.h>
 
 #include "helix/helix.h"
-#include "tap.h"
+#include "testutil.h"
 
 #define STEPS 3
 
@@ -84,38 +83,18 @@ static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f)
     return remove(p);
 }
 
-/* stderr goes to a file while a call runs, so the test can check what the message says. */
+/* stderr goes to a file while a call runs; its first line lands in msg and in a diagnostic. */
 static int saved_stderr;
 
-static void capture_begin(void)
+static int quiet_end(int status)
 {
-    char path[128];
-    snprintf(path, sizeof path, "%s/stderr.txt", root);
-    fflush(stderr);
-    saved_stderr = dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 2);
-    close(fd);
-}
-
-static int capture_end(int status)
-{
-    char path[128];
-    size_t n;
-    fflush(stderr);
-    dup2(saved_stderr, 2);
-    close(saved_stderr);
-    snprintf(path, sizeof path, "%s/stderr.txt", root);
-    unsigned char *b = slurp(path, &n);
-    snprintf(msg, sizeof msg, "%s", b ? (char *)b : "");
-    free(b);
+    capture_end(saved_stderr, msg, sizeof msg);
     msg[strcspn(msg, "\n")] = '\0';
     tap_diag("%s", msg);
-    hx_run_status_reset();
     return status;
 }
 
-#define QUIET(call) (capture_begin(), capture_end(call))
+#define QUIET(call) (saved_stderr = capture_begin(root), quiet_end(call))
 
 /* ---- model ----------------------------------------------------------------------------------- */
 

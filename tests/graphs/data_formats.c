@@ -6,7 +6,6 @@
  * weights ("949,50,1", "9,1", "100,0,0" with an empty validation part) and refuses malformed
  * weights and parts shorter than T+1 with HX_EINVAL.  Status codes are checked exactly, the
  * messages loosely (they must name the file or the split). */
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,55 +13,12 @@
 #include <unistd.h>
 
 #include "helix/helix.h"
-#include "tap.h"
+#include "testutil.h"
 
 #define NTOK 1000
 
 static char dir[] = "/tmp/helix-data-XXXXXX";
 static char errbuf[4096];
-
-/* stderr goes to a file between capture_begin and capture_end, which reads it into errbuf */
-static int capture_begin(void)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/stderr.txt", dir);
-    fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-static const char *capture_end(int saved)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/stderr.txt", dir);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(errbuf, 1, sizeof errbuf - 1, f) : 0;
-    errbuf[n] = '\0';
-    if (n > 0 && errbuf[n - 1] == '\n') {
-        errbuf[n - 1] = '\0';
-    }
-    if (f) {
-        fclose(f);
-    }
-    unlink(path);
-    hx_run_status_reset();
-    return errbuf;
-}
-
-/* The captured messages as TAP diagnostics, one "#" line each. */
-static void diag_lines(const char *msg)
-{
-    for (const char *p = msg; *p != '\0';) {
-        size_t len = strcspn(p, "\n");
-        tap_diag("  %.*s", (int)len, p);
-        p += len + (p[len] == '\n');
-    }
-}
 
 /* A shard: header {magic, version, count} + zeros, then @p n ids (count may lie). */
 static void write_shard(const char *path, int32_t version, int32_t count, const uint16_t *ids,
@@ -81,12 +37,12 @@ static void write_shard(const char *path, int32_t version, int32_t count, const 
 static void load_fails(const char *what, const char *path, int want)
 {
     struct hx_dataset d;
-    int saved = capture_begin();
+    int saved = capture_begin(dir);
     int r = hx_data_load(&d, path);
-    const char *msg = capture_end(saved);
+    const char *msg = capture_end(saved, errbuf, sizeof errbuf);
     tap_ok(r == want && strstr(msg, path) != NULL && d.tokens == NULL && d.ntokens == 0,
            "%s: status %d (want %d)", what, r, want);
-    diag_lines(msg);
+    tap_diag_lines(msg);
 }
 
 /* One check: the split succeeds with the given sizes and contents taken in order. */
@@ -111,12 +67,12 @@ static void split_ok(const struct hx_dataset *all, const char *split, int T, siz
 static void split_fails(const struct hx_dataset *all, const char *split, int T, const char *why)
 {
     struct hx_dataset tr, va;
-    int saved = capture_begin();
+    int saved = capture_begin(dir);
     int r = hx_data_split(all, split, T, &tr, &va);
-    const char *msg = capture_end(saved);
+    const char *msg = capture_end(saved, errbuf, sizeof errbuf);
     tap_ok(r == HX_EINVAL && strstr(msg, split) != NULL && tr.ntokens == 0 && va.ntokens == 0,
            "split '%s' (%s): status %d (want HX_EINVAL %d)", split, why, r, HX_EINVAL);
-    diag_lines(msg);
+    tap_diag_lines(msg);
 }
 
 int main(void)

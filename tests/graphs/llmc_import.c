@@ -7,7 +7,6 @@
  * Errors: missing file HX_EIO; truncated, extra bytes, short header, bad magic, version 2,
  * C % NH != 0 HX_EFORMAT; a model of another shape HX_EINVAL; each message names the file.
  * Without torch the test skips, unless HX_REQUIRE_TORCH=1. */
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,69 +15,13 @@
 
 #include "helix/checkpoint.h"
 #include "helix/helix.h"
-#include "tap.h"
+#include "testutil.h"
 
 #define B 2
 #define T 16
 
 static char dir[] = "/tmp/helix-llmc-XXXXXX";
 static char errbuf[4096];
-
-static const char *python(void)
-{
-    const char *py = getenv("HX_TORCH_PYTHON");
-    return py != NULL && py[0] != '\0' ? py : "/usr/bin/python3";
-}
-
-static int torch_available(void)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", python());
-    return system(cmd) == 0;
-}
-
-/* stderr goes to a file between capture_begin and capture_end, which reads it into errbuf */
-static int capture_begin(void)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/stderr.txt", dir);
-    fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-static const char *capture_end(int saved)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/stderr.txt", dir);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(errbuf, 1, sizeof errbuf - 1, f) : 0;
-    errbuf[n] = '\0';
-    if (n > 0 && errbuf[n - 1] == '\n') {
-        errbuf[n - 1] = '\0';
-    }
-    if (f) {
-        fclose(f);
-    }
-    unlink(path);
-    hx_run_status_reset();
-    return errbuf;
-}
-
-/* The captured messages as TAP diagnostics, one "#" line each. */
-static void diag_lines(const char *msg)
-{
-    for (const char *p = msg; *p != '\0';) {
-        size_t len = strcspn(p, "\n");
-        tap_diag("  %.*s", (int)len, p);
-        p += len + (p[len] == '\n');
-    }
-}
 
 static void path_in(char *dst, size_t n, const char *name)
 {
@@ -155,7 +98,7 @@ static void import_case(int version, int seed)
     snprintf(out, sizeof out, "%s/v%d.loss.txt", dir, version);
     const char *src = getenv("HX_SRCDIR");
     snprintf(cmd, sizeof cmd, "%s %s/tests/reference/llmc_ref.py --version %d --seed %d %s %s %s",
-             python(), src ? src : "..", version, seed, model, batch, out);
+             torch_python(), src ? src : "..", version, seed, model, batch, out);
     double ref = NAN, ref32 = NAN;
     int ran = system(cmd) == 0 && read_ref_loss(out, &ref, &ref32) == 0;
     if (!tap_ok(ran, "v%d: reference ran (%s)", version, cmd)) {
@@ -250,28 +193,19 @@ static void bad_file(const char *what, const unsigned char *orig, size_t n, size
     spit(path, b, newlen);
     free(b);
     struct hx_gpt_config c = { 0 };
-    int saved = capture_begin();
+    int saved = capture_begin(dir);
     int r1 = hx_llmc_peek(path, &c);
     int r2 = m != NULL ? hx_llmc_import(path, m) : want;
-    const char *msg = capture_end(saved);
+    const char *msg = capture_end(saved, errbuf, sizeof errbuf);
     tap_ok(r1 == want && r2 == want && strstr(msg, path) != NULL,
            "%s: peek %d, import %d (want %d)", what, r1, r2, want);
-    diag_lines(msg);
+    tap_diag_lines(msg);
     unlink(path);
 }
 
 int main(void)
 {
-    if (!torch_available()) {
-        const char *req = getenv("HX_REQUIRE_TORCH");
-        if (req != NULL && strcmp(req, "1") == 0) {
-            tap_plan(1);
-            tap_ok(0, "PyTorch is required (HX_REQUIRE_TORCH=1) but '%s -c \"import torch\"' "
-                   "fails; install it with: apt-get install python3-torch", python());
-            return tap_exit();
-        }
-        tap_skip_all("PyTorch not importable by HX_TORCH_PYTHON (apt-get install python3-torch)");
-    }
+    require_torch();
     struct hx_runtime_opts ro;
     hx_runtime_opts_init(&ro);
     ro.workers = 2;
@@ -298,12 +232,12 @@ int main(void)
             tap_ok(0, "error cases: no version-3 model file to damage");
         }
     } else {
-        int saved = capture_begin();
+        int saved = capture_begin(dir);
         int r1 = hx_llmc_peek(missing, &c), r2 = hx_llmc_import(missing, m);
-        const char *msg = capture_end(saved);
+        const char *msg = capture_end(saved, errbuf, sizeof errbuf);
         tap_ok(r1 == HX_EIO && r2 == HX_EIO && strstr(msg, missing) != NULL,
                "missing file: peek %d, import %d (want HX_EIO %d)", r1, r2, HX_EIO);
-        diag_lines(msg);
+        tap_diag_lines(msg);
         bad_file("truncated by 4 bytes", orig, n, n - 4, -1, 0, m, HX_EFORMAT);
         bad_file("4 extra bytes", orig, n, n + 4, -1, 0, m, HX_EFORMAT);
         bad_file("100 bytes, shorter than the header", orig, n, 100, -1, 0, m, HX_EFORMAT);
@@ -324,13 +258,13 @@ int main(void)
                 other.num_layers = 1;
             }
             hx_gpt_t mo = build(&other);
-            saved = capture_begin();
+            saved = capture_begin(dir);
             int r = mo != NULL ? hx_llmc_import(v3, mo) : HX_OK;
-            msg = capture_end(saved);
+            msg = capture_end(saved, errbuf, sizeof errbuf);
             tap_ok(r == HX_EINVAL && strstr(msg, flags[k]) != NULL && strstr(msg, v3) != NULL,
                    "model with another --%s: import %d (want HX_EINVAL %d)", flags[k], r,
                    HX_EINVAL);
-            diag_lines(msg);
+            tap_diag_lines(msg);
             if (mo != NULL) {
                 hx_gpt_destroy(mo);
             }

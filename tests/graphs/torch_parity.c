@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "helix/helix.h"
-#include "tap.h"
+#include "testutil.h"
 
 #define STEPS 10
 
@@ -99,14 +99,6 @@ static int read_output(const char *path, struct torch_out *t, size_t nparam)
     return ok ? 0 : -1;
 }
 
-static int torch_available(void)
-{
-    const char *py = getenv("HX_TORCH_PYTHON");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", py ? py : "/usr/bin/python3");
-    return system(cmd) == 0;
-}
-
 /* Compare one parameter-ordered flat vector against the model's tensors. */
 static double worst_tensor(hx_gpt_t m, hx_tensor_t (*get)(hx_gpt_t, int), const float *ref,
                            const char **worst_name)
@@ -154,9 +146,9 @@ static void run_case(const struct case_cfg *k, const char *dir)
     snprintf(in, sizeof in, "%s/%s.in", dir, k->name);
     snprintf(out, sizeof out, "%s/%s.out", dir, k->name);
     tap_ok(write_input(in, m, &o, tokens, targets, ntok) == 0, "%s: wrote %s", k->name, in);
-    const char *py = getenv("HX_TORCH_PYTHON"), *src = getenv("HX_SRCDIR");
-    snprintf(cmd, sizeof cmd, "%s %s/tests/reference/gpt_ref.py %s %s",
-             py ? py : "/usr/bin/python3", src ? src : "..", in, out);
+    const char *src = getenv("HX_SRCDIR");
+    snprintf(cmd, sizeof cmd, "%s %s/tests/reference/gpt_ref.py %s %s", torch_python(),
+             src ? src : "..", in, out);
     struct torch_out t = { 0 };
     size_t nparam = hx_gpt_num_params(m);
     int ran = system(cmd) == 0 && read_output(out, &t, nparam) == 0;
@@ -240,17 +232,7 @@ static void run_case(const struct case_cfg *k, const char *dir)
 
 int main(void)
 {
-    if (!torch_available()) {
-        const char *req = getenv("HX_REQUIRE_TORCH");
-        if (req != NULL && strcmp(req, "1") == 0) {
-            tap_plan(1);
-            tap_ok(0, "PyTorch is required (HX_REQUIRE_TORCH=1) but '%s -c \"import torch\"' "
-                   "fails; install it with: apt-get install python3-torch",
-                   getenv("HX_TORCH_PYTHON") ? getenv("HX_TORCH_PYTHON") : "/usr/bin/python3");
-            return tap_exit();
-        }
-        tap_skip_all("PyTorch not importable by HX_TORCH_PYTHON (apt-get install python3-torch)");
-    }
+    require_torch();
     static const struct case_cfg cases[] = {
         { "small", { .vocab_size = 256, .num_layers = 2, .num_heads = 4, .hidden_size = 64,
                      .seq_len = 32, .micro_batch_size = 2, .num_micro_batches = 2 } },
