@@ -8,10 +8,12 @@
 
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/vecmath.h"
 
 /* g = clip_coef grad;  param *= 1 - lr wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
  * param -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps).  Decay comes first and uses the
  * old param (decoupled weight decay), and eps is added after the square root, as PyTorch. */
+HX_VECTOR_CLONES
 void hx_cpu_adamw(float *param, float *m, float *v, const float *grad, long n, float lr,
                   float b1, float b2, float eps, float wd, float clip_coef, int t)
 {

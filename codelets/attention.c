@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codelets/cpu.h"
+#include "codelets/vecmath.h"
 
 /* One scratch allocation per call: ntiles (block x block) tiles followed by nvec vectors of
  * `block` floats, each part rounded to 64 bytes.  NULL on failure. */
@@ -53,6 +54,7 @@ static void fill_nan(float *x, int ld, int rows, int cols)
  * Key blocks before the diagonal are full (nk = block); the diagonal block starts at the
  * same row as the query block, so it has nk = nq keys and row r sees keys 0..r of it.
  */
+HX_VECTOR_CLONES
 void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, int ld_qkv,
                           int nseq, int T, int C, int NH, int block)
 {
@@ -97,10 +99,10 @@ void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, 
                         }
                         /* first block: nothing to rescale (alpha = 0, O_acc not yet set) */
                         const float mnew = (kb == 0 || mx > m[r]) ? mx : m[r];
-                        const float alpha = (kb == 0) ? 0.0f : expf(m[r] - mnew);
+                        const float alpha = (kb == 0) ? 0.0f : hx_expf(m[r] - mnew);
                         float sum = 0.0f;
                         for (int c = 0; c < nvis; c++) {
-                            srow[c] = expf(srow[c] - mnew);
+                            srow[c] = hx_expf(srow[c] - mnew);
                             sum += srow[c];
                         }
                         for (int c = nvis; c < nk; c++) {
@@ -151,6 +153,7 @@ void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, 
  *   dQ_i (nq x hs) += scale dS K_j                     sgemm
  *   dK_j (nk x hs) += scale dS^T Q_i                   sgemm
  */
+HX_VECTOR_CLONES
 void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_dout,
                           const float *qkv, int ld_qkv, const float *out, int ld_out,
                           const float *lse, int nseq, int T, int C, int NH, int block)
@@ -210,7 +213,7 @@ void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_do
                         const float lr = lse_i[(size_t)r * NH];
                         const int nvis = diag ? r + 1 : nk;
                         for (int c = 0; c < nvis; c++) {
-                            prow[c] = expf(prow[c] - lr);
+                            prow[c] = hx_expf(prow[c] - lr);
                         }
                         for (int c = nvis; c < nk; c++) {
                             prow[c] = 0.0f;

@@ -9,6 +9,7 @@
 
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/vecmath.h"
 
 /* Targets come from the data loader, not from us: a bad one is the world's fault. */
 static int check_target(const int32_t *targets, int r, int V)
@@ -21,6 +22,7 @@ static int check_target(const int32_t *targets, int r, int V)
     return 1;
 }
 
+HX_VECTOR_CLONES
 void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
                      const int32_t *targets, int N, int V)
 {
@@ -37,7 +39,7 @@ void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
         }
         double sum = 0.0;
         for (int i = 0; i < V; i++) {
-            sum += expf(x[i] - mx);
+            sum += hx_expf(x[i] - mx);
         }
         double l = (double)mx + log(sum);
         lse[r] = (float)l;
@@ -45,6 +47,7 @@ void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
     }
 }
 
+HX_VECTOR_CLONES
 void hx_cpu_xent_bwd(float *logits, int ld, const float *lse, const int32_t *targets, int N,
                      int V, float scale)
 {
@@ -55,7 +58,7 @@ void hx_cpu_xent_bwd(float *logits, int ld, const float *lse, const int32_t *tar
         float *x = logits + (size_t)r * ld;
         float l = lse[r];
         for (int i = 0; i < V; i++) {
-            x[i] = scale * expf(x[i] - l);
+            x[i] = scale * hx_expf(x[i] - l);
         }
         x[targets[r]] -= scale;
     }

@@ -7,28 +7,29 @@
 
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/vecmath.h"
 
 #define GELU_K 0.044715f
 
 /* sqrt(2/pi), written out so that no M_PI (not in strict C11) is needed */
 static const float gelu_s = 0.7978845608f;
 
-void hx_cpu_gelu_fwd(float *out, const float *inp, long n)
+HX_VECTOR_CLONES void hx_cpu_gelu_fwd(float *out, const float *inp, long n)
 {
     for (long i = 0; i < n; i++) {
         float x = inp[i];
         float u = gelu_s * (x + GELU_K * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanhf(u));
+        out[i] = 0.5f * x * (1.0f + hx_tanhf(u));
     }
 }
 
 /* gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 K x^2),  u = s (x + K x^3) */
-void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n)
+HX_VECTOR_CLONES void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n)
 {
     for (long i = 0; i < n; i++) {
         float x = inp[i];
         float u = gelu_s * (x + GELU_K * x * x * x);
-        float th = tanhf(u);
+        float th = hx_tanhf(u);
         float du = gelu_s * (1.0f + 3.0f * GELU_K * x * x);
         float d = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
         dinp[i] = d * dout[i];

@@ -9,7 +9,9 @@
 
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/vecmath.h"
 
+HX_VECTOR_CLONES
 void hx_cpu_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,
                           const float *b, int N, int C, int ld, float eps)
 {
@@ -43,6 +45,7 @@ void hx_cpu_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp
 /* Per row, with xhat = (x - mean) rstd and g = dout * w (the gradient w.r.t. xhat):
  *   dx = rstd (g - mean(g) - xhat mean(g xhat)).
  * The two row means are summed in double because dx is their small difference from g. */
+HX_VECTOR_CLONES
 void hx_cpu_layernorm_bwd_data(float *dinp, const float *dout, const float *inp, const float *w,
                                const float *mean, const float *rstd, const float *resid, int N,
                                int C, int ld)
@@ -74,6 +77,7 @@ void hx_cpu_layernorm_bwd_data(float *dinp, const float *dout, const float *inp,
     }
 }
 
+HX_VECTOR_CLONES
 void hx_cpu_layernorm_bwd_weight(float *dw, float *db, const float *dout, const float *inp,
                                  const float *mean, const float *rstd, int N, int C, int ld)
 {
