@@ -15,6 +15,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import sys
 import time
 
@@ -184,9 +185,7 @@ def main(a):
         print("%s: step %d%s loss %.4f %.1f ms" % (PROG, s, " (warm-up)" if s < a.warmup
               else "", losses[-1], dt * 1e3), file=sys.stderr)
 
-    srt = sorted(times)
-    mid = len(srt) // 2
-    median = srt[mid] if len(srt) % 2 else 0.5 * (srt[mid - 1] + srt[mid])
+    median = statistics.median(times)
     print(json.dumps({
         "ms_median": round(median, 3), "ms_all": [round(t, 3) for t in times],
         "tokens_per_s": round(B * T / (median / 1e3), 1),
