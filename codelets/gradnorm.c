@@ -6,18 +6,31 @@
  * Reference: hx_ref_sumsq in codelets/ref/adamw_ref.c.  Test: tests/codelets/residual.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/vecmath.h"
 
+/* 16 partial sums, lane j taking elements j, j+16, ..., added in lane order at the end: a
+ * fixed order (bitwise reproducible) that the compiler can keep in vector registers, where
+ * one running sum would serialize every add. */
+#define LANES 16
+
+HX_VECTOR_CLONES
 void hx_cpu_reduce(double *acc, const float *x, long n, int sumsq)
 {
+    double lane[LANES] = { 0 };
+    long i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        for (int j = 0; j < LANES; j++) {
+            double v = x[i + j];
+            lane[j] += sumsq ? v * v : v;
+        }
+    }
+    for (; i < n; i++) {
+        double v = x[i];
+        lane[i % LANES] += sumsq ? v * v : v;
+    }
     double s = 0.0;
-    if (sumsq) {
-        for (long i = 0; i < n; i++) {
-            s += (double)x[i] * x[i];
-        }
-    } else {
-        for (long i = 0; i < n; i++) {
-            s += x[i];
-        }
+    for (int j = 0; j < LANES; j++) {
+        s += lane[j];
     }
     acc[0] += s;
 }

@@ -197,16 +197,20 @@ struct result {
     int ok;
 };
 
-/* Run argv with extra environment, capture its stdout (one JSON line), its peak RSS. */
+/* Run argv with extra environment, capture its stdout (one JSON line) and its peak RSS; its
+ * stderr (progress chatter) is kept in a file and shown only when the run fails. */
 static int spawn(char *const argv[], char *const env_add[], char *out, size_t outn,
                  double *rss_mb)
 {
     int pfd[2];
-    if (pipe(pfd) != 0) {
+    char errpath[] = "/tmp/helix-bench-err-XXXXXX";
+    int errfd = mkstemp(errpath);
+    if (errfd < 0 || pipe(pfd) != 0) {
         return -1;
     }
     pid_t pid = fork();
     if (pid == 0) {
+        dup2(errfd, 2);
         dup2(pfd[1], 1);
         close(pfd[0]);
         close(pfd[1]);
@@ -228,10 +232,21 @@ static int spawn(char *const argv[], char *const env_add[], char *out, size_t ou
     int status = 0;
     struct rusage ru;
     if (pid < 0 || wait4(pid, &status, 0, &ru) < 0) {
+        close(errfd);
+        unlink(errpath);
         return -1;
     }
     *rss_mb = ru.ru_maxrss / 1024.0;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok) {
+        char buf[4096];
+        ssize_t k2 = pread(errfd, buf, sizeof buf - 1, 0);
+        buf[k2 > 0 ? k2 : 0] = '\0';
+        fprintf(stderr, "helix: error: %s failed (status %d):\n%s", argv[0], status, buf);
+    }
+    close(errfd);
+    unlink(errpath);
+    return ok ? 0 : -1;
 }
 
 static double json_num(const char *s, const char *key)
