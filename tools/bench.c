@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tools/parity.h"
 #include "tools/train.h"
 
 struct bench_cfg {
@@ -190,6 +191,51 @@ static int run_child(const struct bench_cfg *bc, int steps, int warmup, int work
     return ret == HX_OK ? 0 : 1;
 }
 
+/* The loss-parity check of the same invocation: helix against tests/reference/gpt_ref.py on
+ * a small model (2 micro-batches, 10 AdamW steps with warmup, cosine and clipping). */
+static int run_parity_child(int workers)
+{
+    struct hx_gpt_config c = { .vocab_size = 256, .num_layers = 2, .num_heads = 4,
+                               .hidden_size = 64, .seq_len = 32, .micro_batch_size = 2,
+                               .num_micro_batches = 2 };
+    struct hx_optim_config o;
+    hx_optim_config_default(&o, 10);
+    o.lr = 1e-3f;
+    o.warmup_iters = 3;
+    struct hx_runtime_opts ro;
+    hx_runtime_opts_init(&ro);
+    ro.workers = workers;
+    hx_gpt_t m = NULL;
+    char dir[] = "/tmp/helix-bench-parity-XXXXXX", script[4096];
+    int ret = mkdtemp(dir) ? hx_gpt_build(&m, &c, &o) : HX_ERR(HX_EIO, "mkdtemp failed");
+    ret = ret == HX_OK ? hx_runtime_init(&ro) : ret;
+    ret = ret == HX_OK ? hx_gpt_realize(m) : ret;
+    size_t n = 10 * 2 * 2 * 32;
+    int32_t *tok = malloc(n * sizeof(int32_t)), *tgt = malloc(n * sizeof(int32_t));
+    uint64_t s = 7;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        tok[i] = (int32_t)((s >> 33) % 256);
+        tgt[i] = (int32_t)((s >> 17) % 256);
+    }
+    struct parity_result r;
+    if (ret == HX_OK) {
+        hx_gpt_init_params(m, 7);
+        snprintf(script, sizeof script, "%s/tests/reference/gpt_ref.py", HX_ABS_SRCDIR);
+        ret = parity_run(m, &o, 10, tok, tgt, "/usr/bin/python3", script, dir, &r);
+    }
+    if (ret == HX_OK) {
+        printf("{\"loss_err\": %.3e, \"grad_err\": %.3e, \"step0_loss_err\": %.3e}\n",
+               r.loss_err, r.grad_err, r.step0_loss_err);
+    }
+    rmdir(dir);
+    free(tok);
+    free(tgt);
+    hx_gpt_destroy(m);
+    hx_runtime_shutdown();
+    return ret == HX_OK ? 0 : 1;
+}
+
 /* ---- the parent: children, alternation, table ---- */
 
 struct result {
@@ -331,6 +377,9 @@ int cmd_bench(int argc, char **argv)
         return ret == 1 ? 0 : 2;
     }
     workers = workers > 0 ? workers : hx_ncores();
+    if (child != NULL && strcmp(child, "parity") == 0) {
+        return run_parity_child(workers);
+    }
     if (child != NULL) {
         const struct bench_cfg *c = find_cfg(child);
         return c ? run_child(c, steps, warmup, workers) : 2;
@@ -410,6 +459,18 @@ int cmd_bench(int argc, char **argv)
         }
         printf("\n");
     }
+    /* speedups count only with parity in the same run */
+    char s_work[16], out[4096];
+    double rss;
+    snprintf(s_work, sizeof s_work, "%d", workers);
+    char *pargv[] = { self, "bench", "--child", "parity", "--workers", s_work, NULL };
+    int pok = spawn(pargv, NULL, out, sizeof out, &rss) == 0;
+    double le = json_num(out, "loss_err"), ge = json_num(out, "grad_err");
+    pok = pok && le <= 1e-4 && ge <= 1e-4;
+    printf("\nloss parity with PyTorch (tests/reference/gpt_ref.py, 2 layers, 2 micro-batches, "
+           "10 AdamW steps): loss rel err %.2e, gradients %.2e: %s\n", le, ge,
+           pok ? "PASS" : "FAIL (the figures above do not count)");
+    failed |= !pok;
     flags_free(&fs);
     if (failed) {
         fprintf(stderr, "helix: error: some benchmark runs failed (see the messages above)\n");
