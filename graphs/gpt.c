@@ -265,6 +265,13 @@ int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx
     hx_gpt_emit_grad_norm(m);
     m->first_opt_node = m->g->nnodes;
     hx_gpt_emit_adamw(m);
+    /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
+     * (the backward's data path) before work that can wait (weight gradients) */
+    struct hx_deps d;
+    if (hx_graph_deps(m->g, &d) == HX_OK) {
+        hx_graph_prioritize(m->g, &d, 1000);
+        hx_deps_free(&d);
+    }
     *out = m;
     return HX_OK;
 }

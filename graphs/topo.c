@@ -144,6 +144,27 @@ double hx_graph_critical_path(const struct hx_graph *g, const struct hx_deps *d,
     return best;
 }
 
+void hx_graph_prioritize(struct hx_graph *g, const struct hx_deps *d, int max_prio)
+{
+    double *bottom = calloc((size_t)d->n + 1, sizeof *bottom), top = 0;
+    HX_ASSERT(bottom != NULL, "out of memory");
+    /* reverse topological order: a node's successors come later in submission order */
+    for (int i = d->n - 1; i >= 0; i--) {
+        bottom[i] += g->nodes[i].flops + 1.0; /* +1: every task costs something */
+        top = bottom[i] > top ? bottom[i] : top;
+        for (int k = d->off[i]; k < d->off[i + 1]; k++) {
+            int p = d->pred[k];
+            if (bottom[i] > bottom[p]) {
+                bottom[p] = bottom[i];
+            }
+        }
+    }
+    for (int i = 0; i < d->n; i++) {
+        g->nodes[i].priority = (int)(max_prio * (bottom[i] / top));
+    }
+    free(bottom);
+}
+
 int hx_deps_is_topological(const struct hx_deps *d, const int *order)
 {
     int *pos = malloc(sizeof(int) * (size_t)(d->n + 1));

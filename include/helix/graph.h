@@ -121,6 +121,12 @@ int hx_graph_deps(const struct hx_graph *g, struct hx_deps *d);
 void hx_deps_free(struct hx_deps *d);
 /** Longest path in flops from any source (critical path), and per-node level (depth). */
 double hx_graph_critical_path(const struct hx_graph *g, const struct hx_deps *d, int *level);
+/**
+ * Set every node's priority to its bottom level: the flops of the longest path from the node
+ * to the end of the graph, scaled to 0..@p max_prio, so a priority scheduler runs the critical
+ * path first.  Orders tasks only; numerics are fixed by the graph.
+ */
+void hx_graph_prioritize(struct hx_graph *g, const struct hx_deps *d, int max_prio);
 /** Checks that @p order (n node ids) is a topological order of @p d; returns 1 if so. */
 int hx_deps_is_topological(const struct hx_deps *d, const int *order);
 
