@@ -118,6 +118,15 @@ static void gpt_graph(void)
     }
     tap_ok(hx_deps_is_topological(&d, order) && hx_gpt_first_optimizer_node(m) < g->nnodes,
            "submission order is topological (%d nodes, %d edges)", g->nnodes, d.off[d.n]);
+    int bad_prio = 0, top = 0;
+    for (int i = 0; i < d.n; i++) {
+        top = g->nodes[i].priority > top ? g->nodes[i].priority : top;
+        for (int k = d.off[i]; k < d.off[i + 1]; k++) {
+            bad_prio += g->nodes[d.pred[k]].priority < g->nodes[i].priority;
+        }
+    }
+    tap_ok(bad_prio == 0 && top == 1000, "critical-path priorities: never lower than a "
+           "successor's (%d violations), the longest chain at 1000 (max %d)", bad_prio, top);
     free(order);
     hx_deps_free(&d);
     hx_gpt_destroy(m);
@@ -171,7 +180,7 @@ static void op_names(void)
 
 int main(void)
 {
-    tap_plan(1 + 9 + 5 + 4);
+    tap_plan(1 + 9 + 6 + 4);
     op_names();
     hand_graph();
     gpt_graph();
