@@ -21,7 +21,7 @@ struct hx_op_info {
 /* The table entry of @p op (never NULL for a valid op). */
 const struct hx_op_info *hx_op_info(enum hx_op op);
 
-extern struct starpu_codelet hx_cl_matmul, hx_cl_bias_bwd;
+extern struct starpu_codelet hx_cl_matmul, hx_cl_matmul_gelu, hx_cl_bias_bwd;
 extern struct starpu_codelet hx_cl_layernorm_fwd, hx_cl_layernorm_bwd_data,
     hx_cl_layernorm_bwd_weight;
 extern struct starpu_codelet hx_cl_gelu_fwd, hx_cl_gelu_bwd;

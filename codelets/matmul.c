@@ -58,6 +58,25 @@ static void matmul_cpu(void *buffers[], void *cl_arg)
                   a->transa, a->transb, a->m, a->n, a->k, a->alpha, a->beta);
 }
 
+/* buffers: A, B, pre, bias, out: the linear of matmul_cpu, then GELU row by row (the tile's
+ * rows were just written, so they are still in cache) */
+static void matmul_gelu_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    const struct hx_matmul_args *a = &node->args.mm;
+    if (hx_run_failed()) {
+        return;
+    }
+    float *pre = HX_BUF_F32(buffers, 2), *out = HX_BUF_F32(buffers, 4);
+    int ldp = HX_BUF_LD(buffers, 2), ldo = HX_BUF_LD(buffers, 4);
+    hx_cpu_matmul(pre, ldp, HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0),
+                  HX_BUF_F32(buffers, 1), HX_BUF_LD(buffers, 1), HX_BUF_F32(buffers, 3),
+                  a->transa, a->transb, a->m, a->n, a->k, a->alpha, a->beta);
+    for (int i = 0; i < a->m; i++) {
+        hx_cpu_gelu_fwd(out + (size_t)i * ldo, pre + (size_t)i * ldp, a->n);
+    }
+}
+
 /* buffers: dout, dbias */
 static void bias_bwd_cpu(void *buffers[], void *cl_arg)
 {
@@ -89,4 +108,5 @@ struct starpu_codelet hx_cl_matmul = {
     .model = &matmul_model,
 };
 
+HX_CODELET(matmul_gelu, "matmul_gelu", matmul_gelu_cpu); /* CPU only: no fused CUDA kernel */
 HX_CODELET(bias_bwd, "bias_bwd", bias_bwd_cpu);

@@ -10,6 +10,7 @@
 
 static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_MATMUL] = { "matmul", &hx_cl_matmul, 3, 4 },
+    [HX_OP_MATMUL_GELU] = { "matmul_gelu", &hx_cl_matmul_gelu, 5, 5 },
     [HX_OP_BIAS_BWD] = { "bias_bwd", &hx_cl_bias_bwd, 2, 2 },
     [HX_OP_LAYERNORM_FWD] = { "layernorm_fwd", &hx_cl_layernorm_fwd, 6, 6 },
     [HX_OP_LAYERNORM_BWD_DATA] = { "layernorm_bwd_data", &hx_cl_layernorm_bwd_data, 6, 7 },

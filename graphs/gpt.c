@@ -202,8 +202,8 @@ static void emit_forward(struct hx_gpt *m, int mb)
         hx_add(g, a->res_mid, x, m->branch_out);
         hx_layernorm_fwd(g, a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid,
                          P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], c->ln_eps);
-        hx_linear_fwd(g, a->fch, a->ln2, P[P_LAYER(l, P_FC_W)], P[P_LAYER(l, P_FC_B)]);
-        hx_gelu_fwd(g, a->fch_gelu, a->fch);
+        hx_linear_gelu_fwd(g, a->fch, a->fch_gelu, a->ln2, P[P_LAYER(l, P_FC_W)],
+                           P[P_LAYER(l, P_FC_B)]);
         hx_linear_fwd(g, m->branch_out, a->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
                       P[P_LAYER(l, P_FCPROJ_B)]);
         hx_add(g, m->res_out[l], a->res_mid, m->branch_out);

@@ -52,6 +52,30 @@ void hx_linear_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp, hx_tensor_t w
     }
 }
 
+void hx_linear_gelu_fwd(hx_graph_t g, hx_tensor_t pre, hx_tensor_t out, hx_tensor_t inp,
+                        hx_tensor_t w, hx_tensor_t b)
+{
+    int C = inp->cols, OC = w->rows;
+    shape(w, OC, C);
+    shape(b, 1, OC);
+    shape(pre, inp->rows, OC);
+    shape(out, inp->rows, OC);
+    same_tiling(pre, inp);
+    same_tiling(out, inp);
+    single_tile(w);
+    for (int i = 0; i < inp->ntiles; i++) {
+        int rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .mm = { .transa = 0, .transb = 1, .m = rows, .n = OC, .k = C,
+                                       .alpha = 1.0f, .beta = 0.0f, .has_bias = 1 } };
+        struct hx_ref refs[5] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
+                                  hx_ref_of(pre, i, HX_W), hx_ref_of(b, 0, HX_R),
+                                  hx_ref_of(out, i, HX_W) };
+        /* flops: the GEMM's, as model FLOP counts go; GELU is a memory-bound epilogue */
+        hx_graph_add(g, HX_OP_MATMUL_GELU, &a, 5, refs, 2.0 * rows * OC * C,
+                     F4 * ((double)rows * C + (double)OC * C + 2.0 * rows * OC));
+    }
+}
+
 void hx_linear_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t w)
 {
     int OC = w->rows, C = w->cols;

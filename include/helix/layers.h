@@ -21,6 +21,10 @@ extern "C" {
 
 /** out = inp w^T [+ b]  (b may be NULL) */
 void hx_linear_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b);
+/** pre = inp w^T + b and out = gelu(pre) in one task per tile (pre is kept for the
+ *  backward's gelu'(pre)) */
+void hx_linear_gelu_fwd(hx_graph_t g, hx_tensor_t pre, hx_tensor_t out, hx_tensor_t inp,
+                        hx_tensor_t w, hx_tensor_t b);
 /** dinp = dout w */
 void hx_linear_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t w);
 /** dw += dout^T inp; db += column sums of dout (db may be NULL) */

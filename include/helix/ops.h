@@ -22,6 +22,10 @@ enum hx_op {
     HX_OP_MATMUL,
     /* dbias(1,n) += column sums of dout(m,n).  buffers: dout (R), dbias (RW) */
     HX_OP_BIAS_BWD,
+    /* The MLP's first linear fused with its activation: pre(m,n) = A B^T + bias, out =
+     * gelu(pre), one pass over the tile while it is in cache; pre is kept for the backward.
+     * buffers: A (R), B (R), pre (W), bias (R), out (W) */
+    HX_OP_MATMUL_GELU,
     /* out = LayerNorm(inp) * w + b, keeps mean and rstd for the backward.
      * buffers: inp (N,C) R, w (1,C) R, b (1,C) R, out (N,C) W, mean (N,1) W, rstd (N,1) W */
     HX_OP_LAYERNORM_FWD,

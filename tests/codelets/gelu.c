@@ -7,7 +7,7 @@
 #include "codelets/harness.h"
 
 #define NSHAPES 3
-#define NCHECKS (NSHAPES * 2)
+#define NCHECKS (NSHAPES * 2 + 2)
 
 struct shape {
     int nseq, T, C;
@@ -51,6 +51,40 @@ static void test_shape(const struct shape *s, struct rng *r)
     hx_graph_destroy(g);
 }
 
+/* hx_linear_gelu_fwd: pre = inp w^T + b and out = gelu(pre), against matmul + gelu refs */
+static void test_linear_gelu(struct rng *r)
+{
+    const int N = 3 * 17, C = 96, OC = 4 * 96;
+    hx_graph_t g = graph_new();
+    struct hx_tensor *inp = tensor_f32(g, "inp", N, C, 17);
+    struct hx_tensor *w = tensor_f32(g, "w", OC, C, 0);
+    struct hx_tensor *b = tensor_f32(g, "b", 1, OC, 0);
+    struct hx_tensor *pre = tensor_f32(g, "pre", N, OC, 17);
+    struct hx_tensor *out = tensor_f32(g, "out", N, OC, 17);
+    hx_linear_gelu_fwd(g, pre, out, inp, w, b);
+    graph_realize(g);
+    fill_uniform(hx_f32(inp), (size_t)N * C, r, 1.0f, 0.0f);
+    fill_uniform(hx_f32(w), (size_t)OC * C, r, 0.3f, 0.0f);
+    fill_uniform(hx_f32(b), (size_t)OC, r, 0.5f, 0.0f);
+    fill_nan(hx_f32(pre), (size_t)N * OC);
+    fill_nan(hx_f32(out), (size_t)N * OC);
+    double *x_d = dup_f64(hx_f32(inp), (size_t)N * C), *w_d = dup_f64(hx_f32(w), (size_t)OC * C);
+    double *b_d = dup_f64(hx_f32(b), (size_t)OC), *ref = dalloc((size_t)N * OC);
+    double *act = dalloc((size_t)N * OC);
+    graph_run(g);
+    hx_ref_matmul(ref, x_d, w_d, b_d, 0, 1, N, OC, C, 1.0, 0.0);
+    check_tensor(label("matmul_gelu pre (%d,%d) x (%d,%d)^T, 3 tiles", N, C, OC, C), pre, ref,
+                 TOL);
+    hx_ref_gelu_fwd(act, ref, N * OC);
+    check_tensor(label("matmul_gelu out = gelu(pre), 3 tiles"), out, act, TOL);
+    free(x_d);
+    free(w_d);
+    free(b_d);
+    free(ref);
+    free(act);
+    hx_graph_destroy(g);
+}
+
 int main(void)
 {
     static const struct shape shapes[NSHAPES] = {
@@ -64,5 +98,6 @@ int main(void)
     for (int i = 0; i < NSHAPES; i++) {
         test_shape(&shapes[i], &r);
     }
+    test_linear_gelu(&r);
     return harness_end();
 }

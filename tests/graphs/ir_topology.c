@@ -86,7 +86,8 @@ static void gpt_graph(void)
     for (int i = 0; i < g->nnodes; i++) {
         const struct hx_node *n = &g->nodes[i];
         phases[n->phase]++;
-        if (n->phase == HX_PHASE_FORWARD && n->op == HX_OP_MATMUL && n->microbatch == 0) {
+        if (n->phase == HX_PHASE_FORWARD && n->microbatch == 0 &&
+            (n->op == HX_OP_MATMUL || n->op == HX_OP_MATMUL_GELU)) {
             fwd_mm += n->flops;
         }
         if (n->phase == HX_PHASE_BACKWARD_WEIGHT) {
