@@ -22,7 +22,7 @@ struct hx_op_info {
 const struct hx_op_info *hx_op_info(enum hx_op op);
 
 extern struct starpu_codelet hx_cl_matmul, hx_cl_matmul_gelu, hx_cl_bias_bwd;
-extern struct starpu_codelet hx_cl_layernorm_fwd, hx_cl_layernorm_bwd_data,
+extern struct starpu_codelet hx_cl_layernorm_fwd, hx_cl_add_layernorm_fwd, hx_cl_layernorm_bwd_data,
     hx_cl_layernorm_bwd_weight;
 extern struct starpu_codelet hx_cl_gelu_fwd, hx_cl_gelu_bwd;
 extern struct starpu_codelet hx_cl_attention_fwd, hx_cl_attention_bwd;

@@ -15,8 +15,8 @@
 static int check_target(const int32_t *targets, int r, int V)
 {
     if (targets[r] < 0 || targets[r] >= V) {
-        HX_TASK_ERR(HX_EINVAL, "cross-entropy: row %d target %d outside [0,%d) (bad token file?)", r,
-               (int)targets[r], V);
+        HX_TASK_ERR(HX_EINVAL, "cross-entropy: row %d target %d outside [0,%d) (bad token "
+                    "file?)", r, (int)targets[r], V);
         return 0;
     }
     return 1;

@@ -40,8 +40,8 @@ static int check_tokens(const int32_t *tokens, int N, int V)
 {
     for (int r = 0; r < N; r++) {
         if (tokens[r] < 0 || tokens[r] >= V) {
-            HX_TASK_ERR(HX_EINVAL, "embedding: row %d token %d outside [0,%d) (bad token file?)", r,
-                   (int)tokens[r], V);
+            HX_TASK_ERR(HX_EINVAL, "embedding: row %d token %d outside [0,%d) (bad token "
+                        "file?)", r, (int)tokens[r], V);
             return 0;
         }
     }

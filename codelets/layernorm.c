@@ -120,6 +120,34 @@ static void layernorm_fwd_cpu(void *buffers[], void *cl_arg)
                          a->rows, a->cols, HX_BUF_LD(buffers, 0), a->eps);
 }
 
+/* buffers: a, b, w, bias, sum, out, mean, rstd: the residual add, then LayerNorm of the sum
+ * while its rows are still in cache */
+static void add_layernorm_fwd_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    const struct hx_rows_args *a = &node->args.rows;
+    if (hx_run_failed()) {
+        return;
+    }
+    int ld = HX_BUF_LD(buffers, 4);
+    for (int i = 0; i < 6; i++) {
+        HX_ASSERT(i == 2 || i == 3 || HX_BUF_LD(buffers, i) == ld,
+                  "add_layernorm_fwd: buffer %d has ld %d, the sum %d", i,
+                  HX_BUF_LD(buffers, i), ld);
+    }
+    HX_ASSERT(HX_BUF_ROWS(buffers, 4) == a->rows && HX_BUF_COLS(buffers, 4) == a->cols,
+              "add_layernorm_fwd: sum tile (%d,%d), args (%d,%d)", HX_BUF_ROWS(buffers, 4),
+              HX_BUF_COLS(buffers, 4), a->rows, a->cols);
+    float *sum = HX_BUF_F32(buffers, 4);
+    const float *x = HX_BUF_F32(buffers, 0), *y = HX_BUF_F32(buffers, 1);
+    for (int r = 0; r < a->rows; r++) {
+        hx_cpu_add(sum + (size_t)r * ld, x + (size_t)r * ld, y + (size_t)r * ld, a->cols);
+    }
+    hx_cpu_layernorm_fwd(HX_BUF_F32(buffers, 5), HX_BUF_F32(buffers, 6), HX_BUF_F32(buffers, 7),
+                         sum, HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 3), a->rows, a->cols,
+                         ld, a->eps);
+}
+
 /* buffers: dout, inp, w, mean, rstd, dinp [, resid] */
 static void layernorm_bwd_data_cpu(void *buffers[], void *cl_arg)
 {
@@ -164,5 +192,6 @@ static void layernorm_bwd_weight_cpu(void *buffers[], void *cl_arg)
 }
 
 HX_CODELET(layernorm_fwd, "layernorm_fwd", layernorm_fwd_cpu);
+HX_CODELET(add_layernorm_fwd, "add_layernorm_fwd", add_layernorm_fwd_cpu);
 HX_CODELET(layernorm_bwd_data, "layernorm_bwd_data", layernorm_bwd_data_cpu);
 HX_CODELET(layernorm_bwd_weight, "layernorm_bwd_weight", layernorm_bwd_weight_cpu);

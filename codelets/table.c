@@ -13,6 +13,7 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_MATMUL_GELU] = { "matmul_gelu", &hx_cl_matmul_gelu, 5, 5 },
     [HX_OP_BIAS_BWD] = { "bias_bwd", &hx_cl_bias_bwd, 2, 2 },
     [HX_OP_LAYERNORM_FWD] = { "layernorm_fwd", &hx_cl_layernorm_fwd, 6, 6 },
+    [HX_OP_ADD_LAYERNORM_FWD] = { "add_layernorm_fwd", &hx_cl_add_layernorm_fwd, 8, 8 },
     [HX_OP_LAYERNORM_BWD_DATA] = { "layernorm_bwd_data", &hx_cl_layernorm_bwd_data, 6, 7 },
     [HX_OP_LAYERNORM_BWD_WEIGHT] = { "layernorm_bwd_weight", &hx_cl_layernorm_bwd_weight, 6, 6 },
     [HX_OP_GELU_FWD] = { "gelu_fwd", &hx_cl_gelu_fwd, 2, 2 },

@@ -188,30 +188,37 @@ static void emit_forward(struct hx_gpt *m, int mb)
     g->cur.microbatch = mb;
     g->cur.layer = -1;
     hx_embed_fwd(g, m->emb, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
+    g->cur.layer = 0;
+    hx_layernorm_fwd(g, m->layers[0].ln1, m->layers[0].ln1_mean, m->layers[0].ln1_rstd, m->emb,
+                     P[P_LAYER(0, P_LN1_W)], P[P_LAYER(0, P_LN1_B)], c->ln_eps);
     hx_tensor_t x = m->emb;
     for (int l = 0; l < c->num_layers; l++) {
         struct gpt_layer_acts *a = &m->layers[l];
         g->cur.layer = l;
-        hx_layernorm_fwd(g, a->ln1, a->ln1_mean, a->ln1_rstd, x, P[P_LAYER(l, P_LN1_W)],
-                         P[P_LAYER(l, P_LN1_B)], c->ln_eps);
         hx_linear_fwd(g, a->qkv, a->ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
         hx_attention_fwd(g, a->atty, a->att_lse, a->qkv, c->seq_len, c->num_heads,
                          c->attn_block);
         hx_linear_fwd(g, m->branch_out, a->atty, P[P_LAYER(l, P_PROJ_W)],
                       P[P_LAYER(l, P_PROJ_B)]);
-        hx_add(g, a->res_mid, x, m->branch_out);
-        hx_layernorm_fwd(g, a->ln2, a->ln2_mean, a->ln2_rstd, a->res_mid,
-                         P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], c->ln_eps);
+        /* x1 = x + attention branch, and LN2(x1), in one pass */
+        hx_add_layernorm_fwd(g, a->res_mid, a->ln2, a->ln2_mean, a->ln2_rstd, x, m->branch_out,
+                             P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], c->ln_eps);
         hx_linear_gelu_fwd(g, a->fch, a->fch_gelu, a->ln2, P[P_LAYER(l, P_FC_W)],
                            P[P_LAYER(l, P_FC_B)]);
         hx_linear_fwd(g, m->branch_out, a->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
                       P[P_LAYER(l, P_FCPROJ_B)]);
-        hx_add(g, m->res_out[l], a->res_mid, m->branch_out);
+        /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next:
+         * the next block's LN1, or the final LN */
+        int last = l + 1 == c->num_layers;
+        struct gpt_layer_acts *n = last ? NULL : &m->layers[l + 1];
+        hx_add_layernorm_fwd(g, m->res_out[l], last ? m->lnf : n->ln1,
+                             last ? m->lnf_mean : n->ln1_mean, last ? m->lnf_rstd : n->ln1_rstd,
+                             a->res_mid, m->branch_out,
+                             P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
+                             P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)], c->ln_eps);
         x = m->res_out[l];
     }
     g->cur.layer = -1;
-    hx_layernorm_fwd(g, m->lnf, m->lnf_mean, m->lnf_rstd, x, P[m->nparams - 2],
-                     P[m->nparams - 1], c->ln_eps);
     hx_linear_fwd(g, m->logits, m->lnf, P[P_WTE], NULL);
     hx_xent_fwd(g, m->losses, m->xent_lse, m->logits, m->targets[mb]);
     hx_reduce(g, m->loss_sum, m->losses, 0);

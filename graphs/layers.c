@@ -140,6 +140,34 @@ void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor
     }
 }
 
+void hx_add_layernorm_fwd(hx_graph_t g, hx_tensor_t sum, hx_tensor_t out, hx_tensor_t mean,
+                          hx_tensor_t rstd, hx_tensor_t a, hx_tensor_t b, hx_tensor_t w,
+                          hx_tensor_t bias, float eps)
+{
+    int C = a->cols;
+    shape(b, a->rows, C);
+    shape(sum, a->rows, C);
+    shape(out, a->rows, C);
+    shape(mean, a->rows, 1);
+    shape(rstd, a->rows, 1);
+    shape(w, 1, C);
+    shape(bias, 1, C);
+    same_tiling(b, a);
+    same_tiling(sum, a);
+    same_tiling(out, a);
+    same_tiling(mean, a);
+    for (int i = 0; i < a->ntiles; i++) {
+        int rows = hx_tile_nrows(a, i);
+        union hx_op_args args = { .rows = { .rows = rows, .cols = C, .eps = eps } };
+        struct hx_ref refs[8] = { hx_ref_of(a, i, HX_R), hx_ref_of(b, i, HX_R),
+                                  hx_ref_of(w, 0, HX_R), hx_ref_of(bias, 0, HX_R),
+                                  hx_ref_of(sum, i, HX_W), hx_ref_of(out, i, HX_W),
+                                  hx_ref_of(mean, i, HX_W), hx_ref_of(rstd, i, HX_W) };
+        hx_graph_add(g, HX_OP_ADD_LAYERNORM_FWD, &args, 8, refs, 9.0 * rows * C,
+                     F4 * 4.0 * rows * C);
+    }
+}
+
 void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
                            hx_tensor_t w, hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid)
 {

@@ -34,6 +34,10 @@ void hx_linear_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tenso
 /** out = LayerNorm(inp) w + b; mean, rstd (N,1) kept for the backward */
 void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
                       hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b, float eps);
+/** sum = a + b (a residual connection), then out = LayerNorm(sum) w + bias: one task per tile */
+void hx_add_layernorm_fwd(hx_graph_t g, hx_tensor_t sum, hx_tensor_t out, hx_tensor_t mean,
+                          hx_tensor_t rstd, hx_tensor_t a, hx_tensor_t b, hx_tensor_t w,
+                          hx_tensor_t bias, float eps);
 /** dinp = [resid +] LayerNorm backward of dout (resid may be NULL: the residual stream's
  *  gradient that flows around the block is added here, saving a separate add) */
 void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,

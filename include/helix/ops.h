@@ -29,6 +29,10 @@ enum hx_op {
     /* out = LayerNorm(inp) * w + b, keeps mean and rstd for the backward.
      * buffers: inp (N,C) R, w (1,C) R, b (1,C) R, out (N,C) W, mean (N,1) W, rstd (N,1) W */
     HX_OP_LAYERNORM_FWD,
+    /* The residual connection fused with the LayerNorm that follows it: sum = a + b, then
+     * out = LayerNorm(sum) w + bias in the same task, while the tile is in cache.
+     * buffers: a R, b R, w R, bias R, sum (N,C) W, out (N,C) W, mean W, rstd W */
+    HX_OP_ADD_LAYERNORM_FWD,
     /* dinp = [resid +] dLN/dinp^T dout.
      * buffers: dout R, inp R, w R, mean R, rstd R, dinp W [, resid (N,C) R] */
     HX_OP_LAYERNORM_BWD_DATA,

@@ -9,7 +9,7 @@
 #include "codelets/harness.h"
 
 #define NSHAPES 3
-#define NCHECKS (NSHAPES * 7)
+#define NCHECKS (NSHAPES * 7 + 4)
 #define EPS 1e-5f
 
 struct shape {
@@ -81,6 +81,39 @@ static void test_shape(const struct shape *s, struct rng *r)
     hx_graph_destroy(g);
 }
 
+/* hx_add_layernorm_fwd: sum = a + b, then LayerNorm(sum), against add + layernorm refs */
+static void test_add_layernorm(struct rng *r)
+{
+    const int N = 3 * 17, C = 96;
+    const size_t nc = (size_t)N * C;
+    hx_graph_t g = graph_new();
+    struct hx_tensor *a = tensor_f32(g, "a", N, C, 17), *b = tensor_f32(g, "b", N, C, 17);
+    struct hx_tensor *w = tensor_f32(g, "w", 1, C, 0), *bias = tensor_f32(g, "bias", 1, C, 0);
+    struct hx_tensor *sum = tensor_f32(g, "sum", N, C, 17), *out = tensor_f32(g, "out", N, C, 17);
+    struct hx_tensor *mean = tensor_f32(g, "mean", N, 1, 17);
+    struct hx_tensor *rstd = tensor_f32(g, "rstd", N, 1, 17);
+    hx_add_layernorm_fwd(g, sum, out, mean, rstd, a, b, w, bias, 1e-5f);
+    graph_realize(g);
+    fill_uniform(hx_f32(a), nc, r, 1.0f, 0.5f);
+    fill_uniform(hx_f32(b), nc, r, 1.0f, 0.0f);
+    fill_uniform(hx_f32(w), (size_t)C, r, 0.5f, 1.0f);
+    fill_uniform(hx_f32(bias), (size_t)C, r, 0.5f, 0.0f);
+    fill_nan(hx_f32(sum), nc);
+    fill_nan(hx_f32(out), nc);
+    double *a_d = dup_f64(hx_f32(a), nc), *b_d = dup_f64(hx_f32(b), nc);
+    double *w_d = dup_f64(hx_f32(w), (size_t)C), *bias_d = dup_f64(hx_f32(bias), (size_t)C);
+    double *s_d = dalloc(nc), *o_d = dalloc(nc), *m_d = dalloc((size_t)N), *r_d = dalloc((size_t)N);
+    graph_run(g);
+    hx_ref_add(s_d, a_d, b_d, (int)nc);
+    hx_ref_layernorm_fwd(o_d, m_d, r_d, s_d, w_d, bias_d, N, C, 1e-5);
+    check_tensor(label("add_layernorm sum (%d,%d), 3 tiles", N, C), sum, s_d, TOL);
+    check_tensor(label("add_layernorm out"), out, o_d, TOL);
+    check_tensor(label("add_layernorm mean"), mean, m_d, TOL);
+    check_tensor(label("add_layernorm rstd"), rstd, r_d, TOL);
+    free(a_d), free(b_d), free(w_d), free(bias_d), free(s_d), free(o_d), free(m_d), free(r_d);
+    hx_graph_destroy(g);
+}
+
 int main(void)
 {
     static const struct shape shapes[NSHAPES] = {
@@ -94,5 +127,6 @@ int main(void)
     for (int i = 0; i < NSHAPES; i++) {
         test_shape(&shapes[i], &r);
     }
+    test_add_layernorm(&r);
     return harness_end();
 }
