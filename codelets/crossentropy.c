@@ -94,5 +94,29 @@ static void xent_bwd_cpu(void *buffers[], void *cl_arg)
                     HX_BUF_I32(buffers, 1), a->rows, a->cols, a->scale);
 }
 
+/* buffers: logits (RW), targets, losses, lse: row by row, the forward then the backward, so a
+ * row of V logits is read from memory once */
+static void xent_fused_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    const struct hx_rows_args *a = &node->args.rows;
+    if (hx_run_failed()) {
+        return;
+    }
+    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
+              "xent_fused: args (%d,%d) but logits tile (%d,%d)", a->rows, a->cols,
+              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+    float *logits = HX_BUF_F32(buffers, 0), *losses = HX_BUF_F32(buffers, 2);
+    float *lse = HX_BUF_F32(buffers, 3);
+    const int32_t *targets = HX_BUF_I32(buffers, 1);
+    int ld = HX_BUF_LD(buffers, 0);
+    for (int r = 0; r < a->rows && !hx_run_failed(); r++) {
+        float *row = logits + (size_t)r * ld;
+        hx_cpu_xent_fwd(losses + r, lse + r, row, ld, targets + r, 1, a->cols);
+        hx_cpu_xent_bwd(row, ld, lse + r, targets + r, 1, a->cols, a->scale);
+    }
+}
+
 HX_CODELET(xent_fwd, "xent_fwd", xent_fwd_cpu);
+HX_CODELET(xent_fused, "xent_fused", xent_fused_cpu);
 HX_CODELET(xent_bwd, "xent_bwd", xent_bwd_cpu);

@@ -22,6 +22,7 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_ATTENTION_BWD] = { "attention_bwd", &hx_cl_attention_bwd, 5, 5 },
     [HX_OP_XENT_FWD] = { "xent_fwd", &hx_cl_xent_fwd, 4, 4 },
     [HX_OP_XENT_BWD] = { "xent_bwd", &hx_cl_xent_bwd, 3, 3 },
+    [HX_OP_XENT_FUSED] = { "xent_fused", &hx_cl_xent_fused, 4, 4 },
     [HX_OP_EMBED_FWD] = { "embed_fwd", &hx_cl_embed_fwd, 4, 4 },
     [HX_OP_EMBED_BWD] = { "embed_bwd", &hx_cl_embed_bwd, 4, 4 },
     [HX_OP_ADD] = { "add", &hx_cl_add, 3, 3 },

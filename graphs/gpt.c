@@ -220,7 +220,13 @@ static void emit_forward(struct hx_gpt *m, int mb)
     }
     g->cur.layer = -1;
     hx_linear_fwd(g, m->logits, m->lnf, P[P_WTE], NULL);
-    hx_xent_fwd(g, m->losses, m->xent_lse, m->logits, m->targets[mb]);
+    if (mb == 0) {
+        m->fwd0_end = g->nnodes; /* evaluation stops here and takes the unfused loss */
+    }
+    /* training needs the loss and its gradient: one pass over the logits for both, the
+     * logits becoming dlogits (scale 1/(M*B*T): accumulated gradients are the batch mean) */
+    float scale = 1.0f / ((float)c->num_micro_batches * (float)m->N);
+    hx_xent_fused(g, m->losses, m->xent_lse, m->logits, m->targets[mb], scale);
     hx_reduce(g, m->loss_sum, m->losses, 0);
 }
 
@@ -264,14 +270,19 @@ int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx
             m->fwd0_begin = m->g->nnodes;
         }
         emit_forward(m, mb);
-        if (mb == 0) {
-            m->fwd0_end = m->g->nnodes;
-        }
         hx_gpt_emit_backward(m, mb);
     }
     hx_gpt_emit_grad_norm(m);
     m->first_opt_node = m->g->nnodes;
     hx_gpt_emit_adamw(m);
+    /* evaluation's tail, never part of a training step: the loss of micro-batch 0 with the
+     * logits left intact (sampling reads them) */
+    m->eval_begin = m->g->nnodes;
+    m->g->cur.phase = HX_PHASE_FORWARD;
+    m->g->cur.microbatch = 0;
+    m->g->cur.layer = -1;
+    hx_xent_fwd(m->g, m->losses, m->xent_lse, m->logits, m->targets[0]);
+    hx_reduce(m->g, m->loss_sum, m->losses, 0);
     /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
      * (the backward's data path) before work that can wait (weight gradients) */
     struct hx_deps d;

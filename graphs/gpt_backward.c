@@ -4,7 +4,8 @@
  * backward-weight part (dW += dY^T X, free to overlap the next layer's data path), the split
  * DHelix's pairing needs.  Residual gradients flow through LayerNorm backward's resid input:
  *   d x1 = dy + LN2'(d ln2),  d x = d x1 + LN1'(d ln1)
- * Loss gradient scale 1/(M*B*T): accumulated gradients equal the whole batch's mean. */
+ * The loss gradient (scale 1/(M*B*T)) was written into the logits by the forward's fused
+ * cross-entropy, so accumulated gradients equal the whole batch's mean. */
 #include "graphs/gpt_internal.h"
 #include "helix/layers.h"
 
@@ -59,13 +60,11 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->params, *G = m->grads;
     int L = c->num_layers;
-    float scale = 1.0f / ((float)c->num_micro_batches * (float)m->N);
     g->cur.microbatch = mb;
     g->cur.layer = -1;
 
-    /* head: logits = LNf(xL) wte^T; the logits buffer becomes dlogits in place */
+    /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_xent_bwd(g, m->logits, m->xent_lse, m->targets[mb], scale);
     hx_linear_bwd_data(g, m->dlnf, m->logits, P[P_WTE]);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnf);

@@ -49,7 +49,8 @@ struct hx_gpt {
     hx_tensor_t loss_sum, gnorm_sumsq;   /* (1,1) f64 */
     int first_opt_node;
     int zero_loss_node;                  /* the fill of loss_sum */
-    int fwd0_begin, fwd0_end;            /* nodes of micro-batch 0's forward, loss included */
+    int fwd0_begin, fwd0_end;            /* micro-batch 0's forward up to the logits */
+    int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
 
 /* graphs/gpt_backward.c: the backward of micro-batch mb (after its forward) */

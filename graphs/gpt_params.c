@@ -165,6 +165,7 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
     ret = ret == HX_OK ? hx_tensor_write(m->targets[0], targets) : ret;
     ret = ret == HX_OK ? hx_graph_submit(m->g, m->zero_loss_node, m->zero_loss_node + 1) : ret;
     ret = ret == HX_OK ? hx_graph_submit(m->g, m->fwd0_begin, m->fwd0_end) : ret;
+    ret = ret == HX_OK ? hx_graph_submit(m->g, m->eval_begin, m->g->nnodes) : ret;
     int wret = hx_graph_wait(m->g);
     ret = ret == HX_OK ? wret : ret;
     *loss = ret == HX_OK ? read_scalar(m->loss_sum) / m->N : NAN;
@@ -196,5 +197,5 @@ int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r)
         }
     }
     r->lr = lr;
-    return run(m, -1, step + 1, r);
+    return run(m, m->eval_begin, step + 1, r);
 }

@@ -349,6 +349,26 @@ void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t 
     }
 }
 
+void hx_xent_fused(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
+                   hx_tensor_t targets, float scale)
+{
+    int V = logits->cols;
+    same_tiling(losses, logits);
+    same_tiling(lse, logits);
+    same_tiling(targets, logits);
+    shape(targets, logits->rows, 1);
+    shape(losses, logits->rows, 1);
+    shape(lse, logits->rows, 1);
+    HX_ASSERT(targets->dtype == HX_I32, "%s must be int32 token ids", targets->name);
+    for (int i = 0; i < logits->ntiles; i++) {
+        int rows = hx_tile_nrows(logits, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = V, .scale = scale } };
+        struct hx_ref refs[4] = { hx_ref_of(logits, i, HX_RW), hx_ref_of(targets, i, HX_R),
+                                  hx_ref_of(losses, i, HX_W), hx_ref_of(lse, i, HX_W) };
+        hx_graph_add(g, HX_OP_XENT_FUSED, &a, 4, refs, 6.0 * rows * V, F4 * 2.0 * rows * V);
+    }
+}
+
 /* positions are row % T inside a tile, so a tile must start on a sequence boundary */
 static void embed_check(hx_tensor_t rows, hx_tensor_t wte, hx_tensor_t wpe, int T)
 {

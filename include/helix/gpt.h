@@ -87,7 +87,8 @@ hx_tensor_t hx_gpt_param(hx_gpt_t m, int i);
 hx_tensor_t hx_gpt_grad(hx_gpt_t m, int i);
 hx_tensor_t hx_gpt_adam_m(hx_gpt_t m, int i);
 hx_tensor_t hx_gpt_adam_v(hx_gpt_t m, int i);
-/** Nodes [0, n) compute the gradients; the rest is the optimizer. */
+/** Nodes [0, n) compute the gradients; then come the optimizer's, and last the evaluation
+ *  loss nodes that hx_gpt_eval adds to micro-batch 0's forward (never part of a step). */
 int hx_gpt_first_optimizer_node(hx_gpt_t m);
 
 /** Allocate and register every tensor.  @note after hx_runtime_init. */

@@ -69,6 +69,10 @@ void hx_xent_fwd(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t 
 void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t targets,
                  float scale);
 
+/** Training's loss and its gradient together: losses, lse as hx_xent_fwd, then logits :=
+ *  scale (softmax(logits) - onehot(targets)) in place, one task per tile */
+void hx_xent_fused(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
+                   hx_tensor_t targets, float scale);
 /** out = wte[tokens] + wpe[position], positions 0..T-1 within each sequence */
 void hx_embed_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte,
                   hx_tensor_t wpe, int T);

@@ -56,6 +56,10 @@ enum hx_op {
     /* logits := scale * (softmax(logits) - onehot(target)), in place.
      * buffers: logits (N,V) RW, targets R, lse R */
     HX_OP_XENT_BWD,
+    /* Both in one pass per row while the row of V logits is in cache (training): losses and
+     * lse as XENT_FWD, then the logits become scale (softmax - onehot) in place.
+     * buffers: logits (N,V) RW, targets R, losses (N,1) W, lse (N,1) W */
+    HX_OP_XENT_FUSED,
     /* out[r] = wte[token[r]] + wpe[pos0 + r mod T].  buffers: tokens (N,1) i32 R, wte (V,C) R,
      * wpe (maxT,C) R, out (N,C) W */
     HX_OP_EMBED_FWD,
