@@ -312,61 +312,61 @@ void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b)
     }
 }
 
+/* Per-row companions of logits (N,V): targets, losses, lse (N,1), tiled alike (NULL: absent) */
+static void xent_check(hx_tensor_t logits, hx_tensor_t targets, hx_tensor_t losses,
+                       hx_tensor_t lse)
+{
+    hx_tensor_t rows[3] = { targets, losses, lse };
+    for (int k = 0; k < 3; k++) {
+        if (rows[k] != NULL) {
+            same_tiling(rows[k], logits);
+            shape(rows[k], logits->rows, 1);
+        }
+    }
+    HX_ASSERT(targets->dtype == HX_I32, "%s must be int32 token ids", targets->name);
+}
+
+/* One cross-entropy node per tile: forward (logits R), backward or fused (logits RW). */
+static void xent_emit(hx_graph_t g, enum hx_op op, hx_tensor_t logits, hx_tensor_t targets,
+                      hx_tensor_t losses, hx_tensor_t lse, float scale, double flops_per_elem)
+{
+    int V = logits->cols;
+    for (int i = 0; i < logits->ntiles; i++) {
+        int rows = hx_tile_nrows(logits, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = V, .scale = scale } };
+        struct hx_ref refs[4] = { hx_ref_of(logits, i, op == HX_OP_XENT_FWD ? HX_R : HX_RW),
+                                  hx_ref_of(targets, i, HX_R) };
+        int n = 2;
+        if (op == HX_OP_XENT_BWD) {
+            refs[n++] = hx_ref_of(lse, i, HX_R);
+        } else {
+            refs[n++] = hx_ref_of(losses, i, HX_W);
+            refs[n++] = hx_ref_of(lse, i, HX_W);
+        }
+        hx_graph_add(g, op, &a, n, refs, flops_per_elem * rows * V,
+                     F4 * (op == HX_OP_XENT_FWD ? 1.0 : 2.0) * rows * V);
+    }
+}
+
 void hx_xent_fwd(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
                  hx_tensor_t targets)
 {
-    int V = logits->cols;
-    same_tiling(losses, logits);
-    same_tiling(lse, logits);
-    same_tiling(targets, logits);
-    shape(targets, logits->rows, 1);
-    shape(losses, logits->rows, 1);
-    shape(lse, logits->rows, 1);
-    HX_ASSERT(targets->dtype == HX_I32, "%s must be int32 token ids", targets->name);
-    for (int i = 0; i < logits->ntiles; i++) {
-        int rows = hx_tile_nrows(logits, i);
-        union hx_op_args a = { .rows = { .rows = rows, .cols = V } };
-        struct hx_ref refs[4] = { hx_ref_of(logits, i, HX_R), hx_ref_of(targets, i, HX_R),
-                                  hx_ref_of(losses, i, HX_W), hx_ref_of(lse, i, HX_W) };
-        hx_graph_add(g, HX_OP_XENT_FWD, &a, 4, refs, 3.0 * rows * V, F4 * (double)rows * V);
-    }
+    xent_check(logits, targets, losses, lse);
+    xent_emit(g, HX_OP_XENT_FWD, logits, targets, losses, lse, 0.0f, 3.0);
 }
 
 void hx_xent_bwd(hx_graph_t g, hx_tensor_t logits, hx_tensor_t lse, hx_tensor_t targets,
                  float scale)
 {
-    same_tiling(lse, logits);
-    same_tiling(targets, logits);
-    shape(targets, logits->rows, 1);
-    shape(lse, logits->rows, 1);
-    for (int i = 0; i < logits->ntiles; i++) {
-        int rows = hx_tile_nrows(logits, i);
-        union hx_op_args a = { .rows = { .rows = rows, .cols = logits->cols, .scale = scale } };
-        struct hx_ref refs[3] = { hx_ref_of(logits, i, HX_RW), hx_ref_of(targets, i, HX_R),
-                                  hx_ref_of(lse, i, HX_R) };
-        hx_graph_add(g, HX_OP_XENT_BWD, &a, 3, refs, 3.0 * rows * logits->cols,
-                     F4 * 2.0 * rows * logits->cols);
-    }
+    xent_check(logits, targets, NULL, lse);
+    xent_emit(g, HX_OP_XENT_BWD, logits, targets, NULL, lse, scale, 3.0);
 }
 
 void hx_xent_fused(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
                    hx_tensor_t targets, float scale)
 {
-    int V = logits->cols;
-    same_tiling(losses, logits);
-    same_tiling(lse, logits);
-    same_tiling(targets, logits);
-    shape(targets, logits->rows, 1);
-    shape(losses, logits->rows, 1);
-    shape(lse, logits->rows, 1);
-    HX_ASSERT(targets->dtype == HX_I32, "%s must be int32 token ids", targets->name);
-    for (int i = 0; i < logits->ntiles; i++) {
-        int rows = hx_tile_nrows(logits, i);
-        union hx_op_args a = { .rows = { .rows = rows, .cols = V, .scale = scale } };
-        struct hx_ref refs[4] = { hx_ref_of(logits, i, HX_RW), hx_ref_of(targets, i, HX_R),
-                                  hx_ref_of(losses, i, HX_W), hx_ref_of(lse, i, HX_W) };
-        hx_graph_add(g, HX_OP_XENT_FUSED, &a, 4, refs, 6.0 * rows * V, F4 * 2.0 * rows * V);
-    }
+    xent_check(logits, targets, losses, lse);
+    xent_emit(g, HX_OP_XENT_FUSED, logits, targets, losses, lse, scale, 6.0);
 }
 
 /* positions are row % T inside a tile, so a tile must start on a sequence boundary */
