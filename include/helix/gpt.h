@@ -35,7 +35,7 @@ struct hx_gpt_config {
     int seq_len;           /**< T */
     int micro_batch_size;  /**< B sequences per micro-batch */
     int num_micro_batches; /**< M micro-batches accumulated per step */
-    int tile_seqs;         /**< sequences per row tile; 0 = auto (>= 128 rows, >= 2 tiles) */
+    int tile_seqs;         /**< sequences per row tile; 0 = auto (<= 1024 rows, >= 2 tiles) */
     int attn_block;        /**< attention query/key block; 0 = 64 */
     float ln_eps;          /**< LayerNorm epsilon; 0 = 1e-5 */
 };
