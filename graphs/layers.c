@@ -119,8 +119,9 @@ void hx_linear_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tenso
     }
 }
 
-void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
-                      hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b, float eps)
+/* LayerNorm's forward outputs and parameters against its input inp (N,C) */
+static void layernorm_check(hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
+                            hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b)
 {
     int C = inp->cols;
     shape(out, inp->rows, C);
@@ -130,6 +131,14 @@ void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor
     shape(b, 1, C);
     same_tiling(out, inp);
     same_tiling(mean, inp);
+    same_tiling(rstd, inp);
+}
+
+void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
+                      hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b, float eps)
+{
+    int C = inp->cols;
+    layernorm_check(out, mean, rstd, inp, w, b);
     for (int i = 0; i < inp->ntiles; i++) {
         int rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = C, .eps = eps } };
@@ -147,15 +156,9 @@ void hx_add_layernorm_fwd(hx_graph_t g, hx_tensor_t sum, hx_tensor_t out, hx_ten
     int C = a->cols;
     shape(b, a->rows, C);
     shape(sum, a->rows, C);
-    shape(out, a->rows, C);
-    shape(mean, a->rows, 1);
-    shape(rstd, a->rows, 1);
-    shape(w, 1, C);
-    shape(bias, 1, C);
     same_tiling(b, a);
     same_tiling(sum, a);
-    same_tiling(out, a);
-    same_tiling(mean, a);
+    layernorm_check(out, mean, rstd, sum, w, bias);
     for (int i = 0; i < a->ntiles; i++) {
         int rows = hx_tile_nrows(a, i);
         union hx_op_args args = { .rows = { .rows = rows, .cols = C, .eps = eps } };
