@@ -64,6 +64,14 @@ void hx_cpu_xent_bwd(float *logits, int ld, const float *lse, const int32_t *tar
     }
 }
 
+/* the node's (rows, V) must be the logits tile's: a mismatch is a graph-building bug */
+static void check_logits(void *buffers[], const struct hx_rows_args *a, const char *op)
+{
+    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
+              "%s: args (%d,%d) but logits tile (%d,%d)", op, a->rows, a->cols,
+              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+}
+
 /* buffers: logits, targets, losses, lse */
 static void xent_fwd_cpu(void *buffers[], void *cl_arg)
 {
@@ -72,9 +80,7 @@ static void xent_fwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
-              "xent_fwd: args (%d,%d) but logits tile (%d,%d)", a->rows, a->cols,
-              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+    check_logits(buffers, a, "xent_fwd");
     hx_cpu_xent_fwd(HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 3), HX_BUF_F32(buffers, 0),
                     HX_BUF_LD(buffers, 0), HX_BUF_I32(buffers, 1), a->rows, a->cols);
 }
@@ -87,9 +93,7 @@ static void xent_bwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
-              "xent_bwd: args (%d,%d) but logits tile (%d,%d)", a->rows, a->cols,
-              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+    check_logits(buffers, a, "xent_bwd");
     hx_cpu_xent_bwd(HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0), HX_BUF_F32(buffers, 2),
                     HX_BUF_I32(buffers, 1), a->rows, a->cols, a->scale);
 }
@@ -103,9 +107,7 @@ static void xent_fused_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
-              "xent_fused: args (%d,%d) but logits tile (%d,%d)", a->rows, a->cols,
-              HX_BUF_ROWS(buffers, 0), HX_BUF_COLS(buffers, 0));
+    check_logits(buffers, a, "xent_fused");
     float *logits = HX_BUF_F32(buffers, 0), *losses = HX_BUF_F32(buffers, 2);
     float *lse = HX_BUF_F32(buffers, 3);
     const int32_t *targets = HX_BUF_I32(buffers, 1);

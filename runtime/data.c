@@ -16,13 +16,23 @@
 #include "helix/data.h"
 #include "helix/error.h"
 
+/* fopen for reading, reporting a failure with the path and the flag to check */
+static FILE *open_data(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        HX_ERR(HX_EIO, "cannot open data file '%s': %s; check --data-path", path,
+               strerror(errno));
+    }
+    return f;
+}
+
 int hx_data_load_bytes(struct hx_dataset *d, const char *path)
 {
     memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_data(path);
     if (f == NULL) {
-        return HX_ERR(HX_EIO, "cannot open data file '%s': %s; check --data-path", path,
-                      strerror(errno));
+        return HX_EIO;
     }
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0;
@@ -77,10 +87,9 @@ int hx_data_load_bytes(struct hx_dataset *d, const char *path)
 int hx_data_load(struct hx_dataset *d, const char *path)
 {
     memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_data(path);
     if (f == NULL) {
-        return HX_ERR(HX_EIO, "cannot open data file '%s': %s; check --data-path", path,
-                      strerror(errno));
+        return HX_EIO;
     }
     int32_t magic = 0;
     size_t got = fread(&magic, sizeof magic, 1, f);
