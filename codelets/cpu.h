@@ -45,9 +45,11 @@ void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
 void hx_cpu_xent_bwd(float *logits, int ld, const float *lse, const int32_t *targets, int N,
                      int V, float scale);
 
-void hx_cpu_embed_fwd(float *out, int ld, const int32_t *tokens, const float *wte,
-                      const float *wpe, int N, int T, int C);
-void hx_cpu_embed_bwd(float *dwte, float *dwpe, const float *dout, int ld,
+/* wte, dwte: vocabulary rows [v0, v0+V) (v0 = 0, V = vocab unsharded); a token outside
+ * them gives a zero row.  wpe, dwpe NULL: no position term.  Tokens already checked. */
+void hx_cpu_embed_fwd(float *out, int ld, const int32_t *tokens, const float *wte, int v0,
+                      int V, const float *wpe, int N, int T, int C);
+void hx_cpu_embed_bwd(float *dwte, int v0, int V, float *dwpe, const float *dout, int ld,
                       const int32_t *tokens, int N, int T, int C);
 
 void hx_cpu_add(float *out, const float *a, const float *b, long n);

@@ -13,22 +13,28 @@ void hx_cpu_add(float *out, const float *a, const float *b, long n)
     }
 }
 
-/* buffers: a, b, out */
+/* buffers: a, b, out; or x, acc (acc += x: a gradient accumulator, where one task may not
+ * name the same handle twice) */
 static void add_cpu(void *buffers[], void *cl_arg)
 {
+    int nbuf = STARPU_TASK_GET_NBUFFERS(starpu_task_get_current());
     (void)cl_arg;
     if (hx_run_failed()) {
         return;
     }
     long n = (long)HX_BUF_ROWS(buffers, 0) * HX_BUF_COLS(buffers, 0);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < nbuf; i++) {
         /* one flat loop over the tile: every buffer must be contiguous and of the same size */
         HX_ASSERT(HX_BUF_LD(buffers, i) == HX_BUF_COLS(buffers, i) &&
                       (long)HX_BUF_ROWS(buffers, i) * HX_BUF_COLS(buffers, i) == n,
                   "add: buffer %d is (%d,%d) ld %d, expected %ld contiguous elements", i,
                   HX_BUF_ROWS(buffers, i), HX_BUF_COLS(buffers, i), HX_BUF_LD(buffers, i), n);
     }
-    hx_cpu_add(HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 0), HX_BUF_F32(buffers, 1), n);
+    if (nbuf == 2) {
+        hx_cpu_add(HX_BUF_F32(buffers, 1), HX_BUF_F32(buffers, 1), HX_BUF_F32(buffers, 0), n);
+    } else {
+        hx_cpu_add(HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 0), HX_BUF_F32(buffers, 1), n);
+    }
 }
 
 HX_CODELET(add, "add", add_cpu);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* codelets/table.c: the op table, indexed by enum hx_op: name (task name and perf-model
  * symbol "hx_<name>"), codelet, and the number of buffers each op accepts, from the buffer
- * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's resid).
+ * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's resid,
+ * embed_bwd's dwpe).
  * The names are calibration keys of the perf models: keep them stable.
  * Test: every codelet test goes through it; tests/graphs/ir_topology.c checks op names. */
 #include <stddef.h>
@@ -24,11 +25,21 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_XENT_BWD] = { "xent_bwd", &hx_cl_xent_bwd, 3, 3 },
     [HX_OP_XENT_FUSED] = { "xent_fused", &hx_cl_xent_fused, 4, 4 },
     [HX_OP_EMBED_FWD] = { "embed_fwd", &hx_cl_embed_fwd, 4, 4 },
-    [HX_OP_EMBED_BWD] = { "embed_bwd", &hx_cl_embed_bwd, 4, 4 },
-    [HX_OP_ADD] = { "add", &hx_cl_add, 3, 3 },
+    [HX_OP_EMBED_BWD] = { "embed_bwd", &hx_cl_embed_bwd, 3, 4 },
+    [HX_OP_ADD] = { "add", &hx_cl_add, 2, 3 },
     [HX_OP_REDUCE] = { "reduce", &hx_cl_reduce, 2, 2 },
     [HX_OP_FILL] = { "fill", &hx_cl_fill, 1, 1 },
     [HX_OP_ADAMW] = { "adamw", &hx_cl_adamw, 5, 5 },
+    /* collectives: buffer 0 is the channel token (codelets/collective.c) */
+    [HX_OP_ALLREDUCE] = { "allreduce", &hx_cl_allreduce, 2, HX_NODE_MAXREFS },
+    [HX_OP_ALLGATHER] = { "allgather", &hx_cl_allgather, 3, 3 },
+    [HX_OP_REDUCE_SCATTER] = { "reduce_scatter", &hx_cl_reduce_scatter, 3, 3 },
+    [HX_OP_BROADCAST] = { "broadcast", &hx_cl_broadcast, 2, HX_NODE_MAXREFS },
+    [HX_OP_ALLTOALL] = { "alltoall", &hx_cl_alltoall, 3, 3 },
+    [HX_OP_SEND] = { "send", &hx_cl_send, 2, 2 },
+    [HX_OP_RECV] = { "recv", &hx_cl_recv, 2, 2 },
+    [HX_OP_XENT_VP_STATS] = { "xent_vp_stats", &hx_cl_xent_vp_stats, 3, 3 },
+    [HX_OP_XENT_VP] = { "xent_vp", &hx_cl_xent_vp, 5, 5 },
 };
 
 const struct hx_op_info *hx_op_info(enum hx_op op)

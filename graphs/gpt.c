@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "graphs/gpt_internal.h"
+#include "helix/collectives.h"
 #include "helix/error.h"
 #include "helix/layers.h"
 
@@ -76,49 +77,75 @@ static hx_tensor_t actf(struct hx_gpt *m, int cols, const char *fmt, int l)
     return act(m, name, cols);
 }
 
-/* Parameters with their gradient and Adam moments, in the documented order. */
+/* A tensor of the sequence-parallel region: Ns rows, every tile 1/tp of the full tile, so
+ * tile i of the shard gathers into tile i of the full tensor. */
+static hx_tensor_t actf_s(struct hx_gpt *m, int cols, const char *fmt, int l)
+{
+    if (!m->mesh.sequence_parallel) {
+        return actf(m, cols, fmt, l);
+    }
+    char name[HX_NAME_MAX];
+    snprintf(name, sizeof name, fmt, l);
+    int tile = m->cfg.seq_len * m->cfg.tile_seqs / m->mesh.tp;
+    return hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, m->Ns, cols, tile);
+}
+
+/* The full (N rows) companion of shard @p s: its own tensor under SP, else @p s itself. */
+static hx_tensor_t full_of(struct hx_gpt *m, hx_tensor_t s, const char *suffix)
+{
+    if (!m->mesh.sequence_parallel) {
+        return s;
+    }
+    char name[HX_NAME_MAX];
+    snprintf(name, sizeof name, "%.32s%s", s->name, suffix);
+    return act(m, name, s->cols);
+}
+
+/* Parameters with their gradient and Adam moments, in the documented order: this rank's
+ * pieces (graphs/gpt_dist.c), the gradient only where this rank accumulates it and the Adam
+ * states only where it runs AdamW. */
 static void make_params(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int C = c->hidden_size, L = c->num_layers;
+    int L = c->num_layers, flat = m->mesh.sp.s > 1;
     static const char *names[P_PER_LAYER] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",
                                               "proj_b", "ln2_w", "ln2_b", "fc_w", "fc_b",
                                               "fcproj_w", "fcproj_b" };
-    int rows[P_PER_LAYER] = { 1, 1, 3 * C, 1, C, 1, 1, 1, 4 * C, 1, C, 1 };
-    int cols[P_PER_LAYER] = { C, C, C, 3 * C, C, C, C, C, C, 4 * C, 4 * C, C };
     m->nparams = 2 + L * P_PER_LAYER + 2;
     m->params = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->grads = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->adam_m = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->adam_v = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     HX_ASSERT(m->params && m->grads && m->adam_m && m->adam_v, "out of memory");
+    hx_gpt_dist_layout(m);
     for (int i = 0; i < m->nparams; i++) {
+        const struct gpt_param_dist *d = &m->pd[i];
         char name[HX_NAME_MAX];
-        int r, k;
         if (i == P_WTE || i == P_WPE) {
             snprintf(name, sizeof name, "%s", i == P_WTE ? "wte" : "wpe");
-            r = i == P_WTE ? c->vocab_size : c->max_seq_len;
-            k = C;
         } else if (i >= 2 + L * P_PER_LAYER) {
             snprintf(name, sizeof name, "%s", i == m->nparams - 2 ? "lnf_w" : "lnf_b");
-            r = 1;
-            k = C;
         } else {
-            int l = (i - 2) / P_PER_LAYER, j = (i - 2) % P_PER_LAYER;
-            snprintf(name, sizeof name, "h%d.%s", l, names[j]);
-            r = rows[j];
-            k = cols[j];
+            snprintf(name, sizeof name, "h%d.%s", d->layer, names[d->k]);
         }
+        /* a piece under s_p > 1 is flat; otherwise the tp-local matrix */
+        int r = flat ? 1 : d->lrows;
+        int k = flat ? (int)d->piece_cnt : d->lcols;
         char gname[HX_NAME_MAX + 8];
         m->params[i] = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
-        m->params[i]->weight_decay = r > 1; /* 2-D weights decay; biases and LayerNorm do not */
-        snprintf(gname, sizeof gname, "%s.grad", name);
-        m->grads[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
-        snprintf(gname, sizeof gname, "%s.adam_m", name);
-        m->adam_m[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
-        snprintf(gname, sizeof gname, "%s.adam_v", name);
-        m->adam_v[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
-        m->grads[i]->grad_of = m->adam_m[i]->grad_of = m->adam_v[i]->grad_of = m->params[i]->id;
+        m->params[i]->weight_decay = d->rows > 1; /* 2-D weights decay; biases, LN do not */
+        if (d->owns_grad) {
+            snprintf(gname, sizeof gname, "%s.grad", name);
+            m->grads[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
+            m->grads[i]->grad_of = m->params[i]->id;
+        }
+        if (d->owns_optim) {
+            snprintf(gname, sizeof gname, "%s.adam_m", name);
+            m->adam_m[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+            snprintf(gname, sizeof gname, "%s.adam_v", name);
+            m->adam_v[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+            m->adam_m[i]->grad_of = m->adam_v[i]->grad_of = m->params[i]->id;
+        }
     }
 }
 
@@ -126,68 +153,122 @@ static void make_activations(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
     int C = c->hidden_size, L = c->num_layers;
-    m->tokens = calloc((size_t)c->num_micro_batches, sizeof(hx_tensor_t));
-    m->targets = calloc((size_t)c->num_micro_batches, sizeof(hx_tensor_t));
+    m->tokens = calloc((size_t)m->Ml, sizeof(hx_tensor_t));
+    m->targets = calloc((size_t)m->Ml, sizeof(hx_tensor_t));
     m->res_out = calloc((size_t)L, sizeof(hx_tensor_t));
     m->layers = calloc((size_t)L, sizeof(struct gpt_layer_acts));
     HX_ASSERT(m->tokens && m->targets && m->res_out && m->layers, "out of memory");
     int tile = c->seq_len * c->tile_seqs;
-    for (int mb = 0; mb < c->num_micro_batches; mb++) {
+    for (int mb = 0; mb < m->Ml; mb++) {
         char name[HX_NAME_MAX];
         snprintf(name, sizeof name, "tokens.mb%d", mb);
         m->tokens[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
         snprintf(name, sizeof name, "targets.mb%d", mb);
         m->targets[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
     }
-    m->emb = act(m, "emb", C);
+    int tp = m->mesh.tp, Cl = C / tp;          /* tp-local columns of the split GEMMs */
+    m->emb = actf_s(m, C, "emb", 0);
+    m->emb_part = full_of(m, m->emb, ".part");
     for (int l = 0; l < L; l++) {
         struct gpt_layer_acts *a = &m->layers[l];
-        a->ln1 = actf(m, C, "h%d.ln1", l);
-        a->ln1_mean = actf(m, 1, "h%d.ln1_mean", l);
-        a->ln1_rstd = actf(m, 1, "h%d.ln1_rstd", l);
-        a->qkv = actf(m, 3 * C, "h%d.qkv", l);
-        a->atty = actf(m, C, "h%d.atty", l);
-        a->att_lse = actf(m, c->num_heads, "h%d.att_lse", l);
-        a->res_mid = actf(m, C, "h%d.res_mid", l);
-        a->ln2 = actf(m, C, "h%d.ln2", l);
-        a->ln2_mean = actf(m, 1, "h%d.ln2_mean", l);
-        a->ln2_rstd = actf(m, 1, "h%d.ln2_rstd", l);
-        a->fch = actf(m, 4 * C, "h%d.fch", l);
-        a->fch_gelu = actf(m, 4 * C, "h%d.fch_gelu", l);
-        a->dres = actf(m, C, "h%d.dres", l);
-        a->dres_mid = actf(m, C, "h%d.dres_mid", l);
-        m->res_out[l] = actf(m, C, "h%d.out", l);
+        a->ln1 = actf_s(m, C, "h%d.ln1", l);
+        a->ln1_mean = actf_s(m, 1, "h%d.ln1_mean", l);
+        a->ln1_rstd = actf_s(m, 1, "h%d.ln1_rstd", l);
+        a->ln1g = full_of(m, a->ln1, ".full");
+        a->qkv = actf(m, 3 * Cl, "h%d.qkv", l);
+        a->atty = actf(m, Cl, "h%d.atty", l);
+        a->att_lse = actf(m, c->num_heads / tp, "h%d.att_lse", l);
+        a->res_mid = actf_s(m, C, "h%d.res_mid", l);
+        a->ln2 = actf_s(m, C, "h%d.ln2", l);
+        a->ln2_mean = actf_s(m, 1, "h%d.ln2_mean", l);
+        a->ln2_rstd = actf_s(m, 1, "h%d.ln2_rstd", l);
+        a->ln2g = full_of(m, a->ln2, ".full");
+        a->fch = actf(m, 4 * Cl, "h%d.fch", l);
+        a->fch_gelu = actf(m, 4 * Cl, "h%d.fch_gelu", l);
+        a->dres = actf_s(m, C, "h%d.dres", l);
+        a->dres_mid = actf_s(m, C, "h%d.dres_mid", l);
+        m->res_out[l] = actf_s(m, C, "h%d.out", l);
     }
     for (int p = 0; p < 2; p++) {
-        m->bwd[p].dfch_gelu = actf(m, 4 * C, "bwd%d.dfch_gelu", p);
-        m->bwd[p].dfch = actf(m, 4 * C, "bwd%d.dfch", p);
-        m->bwd[p].dln2 = actf(m, C, "bwd%d.dln2", p);
-        m->bwd[p].dln1 = actf(m, C, "bwd%d.dln1", p);
-        m->bwd[p].datty = actf(m, C, "bwd%d.datty", p);
-        m->bwd[p].dqkv = actf(m, 3 * C, "bwd%d.dqkv", p);
+        m->bwd[p].dfch_gelu = actf(m, 4 * Cl, "bwd%d.dfch_gelu", p);
+        m->bwd[p].dfch = actf(m, 4 * Cl, "bwd%d.dfch", p);
+        m->bwd[p].dln2 = actf_s(m, C, "bwd%d.dln2", p);
+        m->bwd[p].dln1 = actf_s(m, C, "bwd%d.dln1", p);
+        m->bwd[p].dln2_part = full_of(m, m->bwd[p].dln2, ".part");
+        m->bwd[p].dln1_part = full_of(m, m->bwd[p].dln1, ".part");
+        m->bwd[p].datty = actf(m, Cl, "bwd%d.datty", p);
+        m->bwd[p].dqkv = actf(m, 3 * Cl, "bwd%d.dqkv", p);
     }
     m->branch_out = act(m, "branch_out", C);
-    m->lnf = act(m, "lnf", C);
-    m->lnf_mean = act(m, "lnf_mean", 1);
-    m->lnf_rstd = act(m, "lnf_rstd", 1);
-    m->logits = act(m, "logits", c->vocab_size);
+    m->branch_s = m->mesh.sequence_parallel ? actf_s(m, C, "branch_s", 0) : m->branch_out;
+    m->lnf = actf_s(m, C, "lnf", 0);
+    m->lnf_mean = actf_s(m, 1, "lnf_mean", 0);
+    m->lnf_rstd = actf_s(m, 1, "lnf_rstd", 0);
+    m->lnfg = full_of(m, m->lnf, ".full");
+    m->logits = act(m, "logits", m->V);
     m->losses = act(m, "losses", 1);
     m->xent_lse = act(m, "xent_lse", 1);
-    m->dlnf = act(m, "dlnf", C);
-    m->dtop = act(m, "dtop", C);
+    m->dlnf = actf_s(m, C, "dlnf", 0);
+    m->dlnf_part = full_of(m, m->dlnf, ".part");
+    m->dtop = actf_s(m, C, "dtop", 0);
+    if (m->mesh.sequence_parallel) {
+        m->dy_full = act(m, "dy.full", C);
+        m->dmid_full = act(m, "dres_mid.full", C);
+    }
+    if (tp > 1) { /* every vocabulary shard's (lse, target logit) per row, gathered */
+        m->xent_stats = act(m, "xent_stats", 2);
+        m->xent_all = hx_graph_tensor(m->g, "xent_stats.all", HX_F32, HX_ROLE_ACTIVATION,
+                                      tp * m->N, 2, tp * tile);
+    }
     m->loss_sum = hx_graph_tensor(m->g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
     m->gnorm_sumsq = hx_graph_tensor(m->g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+}
+
+/* The loss of the logits in place: the serial cross-entropy, or under tensor parallelism
+ * the vocabulary-parallel one (each shard's log-sum-exp and target logit, gathered over tp,
+ * combined the same way on every tp rank).  With @p grad the logits become dlogits. */
+static void emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
+{
+    const struct hx_gpt_config *c = &m->cfg;
+    hx_graph_t g = m->g;
+    /* scale 1/(M*B*T) over the whole global batch: accumulated gradients are its mean */
+    float scale = 1.0f / ((float)c->num_micro_batches * (float)m->N);
+    if (m->mesh.tp == 1) {
+        if (grad) {
+            hx_xent_fused(g, m->losses, m->xent_lse, m->logits, targets, scale);
+        } else {
+            hx_xent_fwd(g, m->losses, m->xent_lse, m->logits, targets);
+        }
+    } else {
+        int v0 = m->mesh.tp_rank * m->V;
+        hx_xent_vp_stats(g, m->xent_stats, m->logits, targets, v0);
+        hx_allgather_tiles(g, HX_GROUP_TP, m->xent_all, m->xent_stats);
+        hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->mesh.tp,
+                   grad, scale);
+    }
+    hx_reduce(g, m->loss_sum, m->losses, 0);
 }
 
 static void emit_forward(struct hx_gpt *m, int mb)
 {
     const struct hx_gpt_config *c = &m->cfg;
     hx_graph_t g = m->g;
-    hx_tensor_t *P = m->params;
+    hx_tensor_t *P = m->pfull;
+    int tp0 = m->mesh.tp_rank == 0, heads = c->num_heads / m->mesh.tp;
     g->cur.phase = HX_PHASE_FORWARD;
     g->cur.microbatch = mb;
     g->cur.layer = -1;
-    hx_embed_fwd(g, m->emb, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
+    if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
+        hx_gpt_dist_gather_params(m, -1);
+    }
+    hx_gpt_dist_gather_params(m, 0);
+    if (m->mesh.tp == 1) {
+        hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
+    } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
+        hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len,
+                        m->mesh.tp_rank * m->V, c->vocab_size, tp0);
+    }
+    hx_gpt_tp_reduce(m, m->emb, m->emb_part);
     g->cur.layer = 0;
     hx_layernorm_fwd(g, m->layers[0].ln1, m->layers[0].ln1_mean, m->layers[0].ln1_rstd, m->emb,
                      P[P_LAYER(0, P_LN1_W)], P[P_LAYER(0, P_LN1_B)], c->ln_eps);
@@ -195,44 +276,77 @@ static void emit_forward(struct hx_gpt *m, int mb)
     for (int l = 0; l < c->num_layers; l++) {
         struct gpt_layer_acts *a = &m->layers[l];
         g->cur.layer = l;
-        hx_linear_fwd(g, a->qkv, a->ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
-        hx_attention_fwd(g, a->atty, a->att_lse, a->qkv, c->seq_len, c->num_heads,
-                         c->attn_block);
+        if (l + 1 < c->num_layers) { /* the next layer's parameters, during this one */
+            hx_gpt_dist_gather_params(m, l + 1);
+        }
+        hx_tensor_t ln1 = hx_gpt_tp_gather(m, a->ln1g, a->ln1);
+        hx_linear_fwd(g, a->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
+        hx_attention_fwd(g, a->atty, a->att_lse, a->qkv, c->seq_len, heads, c->attn_block);
+        /* row-parallel: partial sums over tp, the bias added once */
         hx_linear_fwd(g, m->branch_out, a->atty, P[P_LAYER(l, P_PROJ_W)],
-                      P[P_LAYER(l, P_PROJ_B)]);
+                      tp0 ? P[P_LAYER(l, P_PROJ_B)] : NULL);
+        hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
         /* x1 = x + attention branch, and LN2(x1), in one pass */
-        hx_add_layernorm_fwd(g, a->res_mid, a->ln2, a->ln2_mean, a->ln2_rstd, x, m->branch_out,
+        hx_add_layernorm_fwd(g, a->res_mid, a->ln2, a->ln2_mean, a->ln2_rstd, x, m->branch_s,
                              P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], c->ln_eps);
-        hx_linear_gelu_fwd(g, a->fch, a->fch_gelu, a->ln2, P[P_LAYER(l, P_FC_W)],
+        hx_tensor_t ln2 = hx_gpt_tp_gather(m, a->ln2g, a->ln2);
+        hx_linear_gelu_fwd(g, a->fch, a->fch_gelu, ln2, P[P_LAYER(l, P_FC_W)],
                            P[P_LAYER(l, P_FC_B)]);
         hx_linear_fwd(g, m->branch_out, a->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
-                      P[P_LAYER(l, P_FCPROJ_B)]);
+                      tp0 ? P[P_LAYER(l, P_FCPROJ_B)] : NULL);
+        hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
         /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next:
          * the next block's LN1, or the final LN */
         int last = l + 1 == c->num_layers;
         struct gpt_layer_acts *n = last ? NULL : &m->layers[l + 1];
         hx_add_layernorm_fwd(g, m->res_out[l], last ? m->lnf : n->ln1,
                              last ? m->lnf_mean : n->ln1_mean, last ? m->lnf_rstd : n->ln1_rstd,
-                             a->res_mid, m->branch_out,
+                             a->res_mid, m->branch_s,
                              P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
                              P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)], c->ln_eps);
         x = m->res_out[l];
     }
     g->cur.layer = -1;
-    hx_linear_fwd(g, m->logits, m->lnf, P[P_WTE], NULL);
+    hx_tensor_t lnf = hx_gpt_tp_gather(m, m->lnfg, m->lnf);
+    hx_linear_fwd(g, m->logits, lnf, P[P_WTE], NULL); /* the tied head: a vocabulary shard */
     if (mb == 0) {
-        m->fwd0_end = g->nnodes; /* evaluation stops here and takes the unfused loss */
+        m->fwd0_end = g->nnodes; /* evaluation stops here and takes the loss without grad */
     }
-    /* training needs the loss and its gradient: one pass over the logits for both, the
-     * logits becoming dlogits (scale 1/(M*B*T): accumulated gradients are the batch mean) */
-    float scale = 1.0f / ((float)c->num_micro_batches * (float)m->N);
-    hx_xent_fused(g, m->losses, m->xent_lse, m->logits, m->targets[mb], scale);
-    hx_reduce(g, m->loss_sum, m->losses, 0);
+    /* training needs the loss and its gradient: one pass over the logits for both */
+    emit_loss(m, m->targets[mb], 1);
 }
 
-int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx_optim_config *o)
+/* What the mesh asks of the model, checked again here because a mesh can be built without
+ * the model's shape (hx_mesh_init reports the same problems from the command line). */
+static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms)
+{
+    struct hx_mesh_request r = {
+        .world_size = ms->world_size, .world_rank = ms->world_rank, .tp = ms->tp, .pp = ms->pp,
+        .ranks_per_node = ms->ranks_per_node, .sequence_parallel = ms->sequence_parallel,
+        .shard_p = ms->sp.s, .shard_g = ms->sg.s, .shard_os = ms->sos.s,
+        .num_heads = c->num_heads, .hidden_size = c->hidden_size, .vocab_size = c->vocab_size,
+        .num_layers = c->num_layers, .seq_len = c->seq_len,
+        .micro_batches = c->num_micro_batches,
+    };
+    struct hx_mesh check;
+    int ret = hx_mesh_init(&check, &r, 0);
+    if (ret == HX_OK && ms->pp > 1) {
+        ret = HX_ERR(HX_EUNSUPPORTED, "--pipeline-model-parallel-size %d: pipeline stages are "
+                     "not built yet; run with pp 1 (data and tensor parallelism)", ms->pp);
+    }
+    return ret;
+}
+
+int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
+                          const struct hx_optim_config *o, const struct hx_parallel_config *par)
 {
     int ret = hx_gpt_config_check(cfg);
+    struct hx_mesh serial;
+    hx_mesh_serial(&serial);
+    const struct hx_mesh *mesh = par != NULL && par->mesh != NULL ? par->mesh : &serial;
+    if (ret == HX_OK) {
+        ret = check_mesh(cfg, mesh);
+    }
     if (ret != HX_OK) {
         return ret;
     }
@@ -243,6 +357,11 @@ int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx
     }
     m->cfg = *cfg;
     m->opt = *o;
+    m->mesh = *mesh;
+    if (par != NULL) {
+        m->par = *par;
+    }
+    m->par.mesh = &m->mesh;
     if (m->cfg.max_seq_len == 0) {
         m->cfg.max_seq_len = cfg->seq_len;
     }
@@ -250,7 +369,7 @@ int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx
         /* the larger the tile the better OpenBLAS does (measured on configs B and C: 512 and
          * 1024 rows are 5-10% faster than 128 or 256), up to 1024 rows, but at least two tiles
          * per micro-batch keep both cores busy.  A function of the configuration only, never
-         * of the worker count. */
+         * of the worker count or the mesh. */
         int want = (1024 + cfg->seq_len - 1) / cfg->seq_len;
         int half = (cfg->micro_batch_size + 1) / 2;
         m->cfg.tile_seqs = want < half ? want : half;
@@ -262,37 +381,58 @@ int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx
         m->cfg.ln_eps = 1e-5f;
     }
     m->N = cfg->seq_len * cfg->micro_batch_size;
+    m->Ns = m->mesh.sequence_parallel ? m->N / m->mesh.tp : m->N;
+    m->Ml = cfg->num_micro_batches / m->mesh.dp;
+    m->V = cfg->vocab_size / m->mesh.tp;
+    int lanes[HX_GROUP_COUNT];
+    for (int k = 0; k < HX_GROUP_COUNT; k++) { /* a group inside one node talks intra-node */
+        lanes[k] = m->mesh.groups[k].intra_node ? HX_LANE_COMM_INTRA : HX_LANE_COMM_INTER;
+    }
+    hx_collectives_set_lanes(m->g, lanes, HX_GROUP_COUNT);
     make_params(m);
     make_activations(m);
+    hx_gpt_dist_tensors(m);
 
     hx_gpt_emit_zero(m);
-    for (int mb = 0; mb < cfg->num_micro_batches; mb++) {
+    for (int mb = 0; mb < m->Ml; mb++) {
         if (mb == 0) {
             m->fwd0_begin = m->g->nnodes;
         }
         emit_forward(m, mb);
         hx_gpt_emit_backward(m, mb);
     }
+    hx_gpt_dist_after_backward(m);
     hx_gpt_emit_grad_norm(m);
     m->first_opt_node = m->g->nnodes;
     hx_gpt_emit_adamw(m);
+    hx_gpt_dist_after_adamw(m);
     /* evaluation's tail, never part of a training step: the loss of micro-batch 0 with the
      * logits left intact (sampling reads them) */
     m->eval_begin = m->g->nnodes;
     m->g->cur.phase = HX_PHASE_FORWARD;
     m->g->cur.microbatch = 0;
     m->g->cur.layer = -1;
-    hx_xent_fwd(m->g, m->losses, m->xent_lse, m->logits, m->targets[0]);
-    hx_reduce(m->g, m->loss_sum, m->losses, 0);
+    emit_loss(m, m->targets[0], 0);
     /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
-     * (the backward's data path) before work that can wait (weight gradients) */
+     * (the backward's data path) before work that can wait (weight gradients); collectives
+     * go before everything, so a ready one is posted at once and its transfer overlaps */
     struct hx_deps d;
     if (hx_graph_deps(m->g, &d) == HX_OK) {
         hx_graph_prioritize(m->g, &d, 1000);
         hx_deps_free(&d);
     }
+    for (int i = 0; i < m->g->nnodes; i++) {
+        if (m->g->nodes[i].kind == HX_KIND_COMM) {
+            m->g->nodes[i].priority = 1001;
+        }
+    }
     *out = m;
     return HX_OK;
+}
+
+int hx_gpt_build(hx_gpt_t *out, const struct hx_gpt_config *cfg, const struct hx_optim_config *o)
+{
+    return hx_gpt_build_parallel(out, cfg, o, NULL);
 }
 
 void hx_gpt_destroy(hx_gpt_t m)
@@ -309,5 +449,6 @@ void hx_gpt_destroy(hx_gpt_t m)
     free(m->targets);
     free(m->res_out);
     free(m->layers);
+    hx_gpt_dist_free(m);
     free(m);
 }

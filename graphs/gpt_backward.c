@@ -5,28 +5,40 @@
  * DHelix's pairing needs.  Residual gradients flow through LayerNorm backward's resid input:
  *   d x1 = dy + LN2'(d ln2),  d x = d x1 + LN1'(d ln1)
  * The loss gradient (scale 1/(M*B*T)) was written into the logits by the forward's fused
- * cross-entropy, so accumulated gradients equal the whole batch's mean. */
+ * cross-entropy, so accumulated gradients equal the whole batch's mean.
+ * Under tensor parallelism the column-parallel GEMMs' input gradients are partial sums over
+ * tp (reduced by hx_gpt_tp_reduce) and the row-parallel ones read the whole output gradient
+ * (gathered from sequence shards by hx_gpt_tp_gather under SP); graphs/gpt_dist.c's hooks
+ * frame every layer: gathers of sharded parameters, zeroed per-micro-batch gradient
+ * buffers, and the reduce-scatters and bucketed all-reduces once its gradients are done. */
 #include "graphs/gpt_internal.h"
 #include "helix/layers.h"
 
-static void layer_backward(struct hx_gpt *m, int l, hx_tensor_t dy, hx_tensor_t x)
+static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_tensor_t x)
 {
     hx_graph_t g = m->g;
     struct gpt_layer_acts *a = &m->layers[l];
     struct gpt_bwd_temps *t = &m->bwd[l % 2];
-    hx_tensor_t *P = m->params, *G = m->grads;
+    hx_tensor_t *P = m->pfull, *G = m->gfull;
+    int heads = m->cfg.num_heads / m->mesh.tp;
     g->cur.layer = l;
+    hx_gpt_dist_backward_begin(m, l, mb);
 
-    /* MLP branch: y = x1 + fcproj(gelu(fc(LN2(x1)))) */
+    /* MLP branch: y = x1 + fcproj(gelu(fc(LN2(x1)))); the row-parallel fcproj reads the
+     * whole dy (gathered from sequence shards under SP) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_linear_bwd_data(g, t->dfch_gelu, dy, P[P_LAYER(l, P_FCPROJ_W)]);
+    hx_tensor_t dyg = hx_gpt_tp_gather(m, m->dy_full, dy);
+    hx_linear_bwd_data(g, t->dfch_gelu, dyg, P[P_LAYER(l, P_FCPROJ_W)]);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_FCPROJ_W)], G[P_LAYER(l, P_FCPROJ_B)], dy, a->fch_gelu);
+    hx_linear_bwd_weight(g, G[P_LAYER(l, P_FCPROJ_W)], G[P_LAYER(l, P_FCPROJ_B)], dyg,
+                         a->fch_gelu);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_gelu_bwd(g, t->dfch, a->fch, t->dfch_gelu);
-    hx_linear_bwd_data(g, t->dln2, t->dfch, P[P_LAYER(l, P_FC_W)]);
+    /* column-parallel fc: its input gradient is a partial sum over tp */
+    hx_linear_bwd_data(g, t->dln2_part, t->dfch, P[P_LAYER(l, P_FC_W)]);
+    hx_gpt_tp_reduce(m, t->dln2, t->dln2_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_FC_W)], G[P_LAYER(l, P_FC_B)], t->dfch, a->ln2);
+    hx_linear_bwd_weight(g, G[P_LAYER(l, P_FC_W)], G[P_LAYER(l, P_FC_B)], t->dfch, a->ln2g);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_layernorm_bwd_data(g, a->dres_mid, t->dln2, a->res_mid, P[P_LAYER(l, P_LN2_W)],
                           a->ln2_mean, a->ln2_rstd, dy);
@@ -36,38 +48,42 @@ static void layer_backward(struct hx_gpt *m, int l, hx_tensor_t dy, hx_tensor_t 
 
     /* attention branch: x1 = x + proj(attn(qkv(LN1(x)))) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_linear_bwd_data(g, t->datty, a->dres_mid, P[P_LAYER(l, P_PROJ_W)]);
+    hx_tensor_t dmid = hx_gpt_tp_gather(m, m->dmid_full, a->dres_mid);
+    hx_linear_bwd_data(g, t->datty, dmid, P[P_LAYER(l, P_PROJ_W)]);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_PROJ_W)], G[P_LAYER(l, P_PROJ_B)], a->dres_mid,
-                         a->atty);
+    hx_linear_bwd_weight(g, G[P_LAYER(l, P_PROJ_W)], G[P_LAYER(l, P_PROJ_B)], dmid, a->atty);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_attention_bwd(g, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse, m->cfg.seq_len,
-                     m->cfg.num_heads, m->cfg.attn_block);
-    hx_linear_bwd_data(g, t->dln1, t->dqkv, P[P_LAYER(l, P_QKV_W)]);
+    hx_attention_bwd(g, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse, m->cfg.seq_len, heads,
+                     m->cfg.attn_block);
+    hx_linear_bwd_data(g, t->dln1_part, t->dqkv, P[P_LAYER(l, P_QKV_W)]);
+    hx_gpt_tp_reduce(m, t->dln1, t->dln1_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_QKV_W)], G[P_LAYER(l, P_QKV_B)], t->dqkv, a->ln1);
+    hx_linear_bwd_weight(g, G[P_LAYER(l, P_QKV_W)], G[P_LAYER(l, P_QKV_B)], t->dqkv, a->ln1g);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_layernorm_bwd_data(g, a->dres, t->dln1, x, P[P_LAYER(l, P_LN1_W)], a->ln1_mean,
                           a->ln1_rstd, a->dres_mid);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_layernorm_bwd_weight(g, G[P_LAYER(l, P_LN1_W)], G[P_LAYER(l, P_LN1_B)], t->dln1, x,
                             a->ln1_mean, a->ln1_rstd);
+    hx_gpt_dist_grads_done(m, l, mb);
 }
 
 void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
 {
     const struct hx_gpt_config *c = &m->cfg;
     hx_graph_t g = m->g;
-    hx_tensor_t *P = m->params, *G = m->grads;
+    hx_tensor_t *P = m->pfull, *G = m->gfull;
     int L = c->num_layers;
     g->cur.microbatch = mb;
     g->cur.layer = -1;
+    hx_gpt_dist_backward_begin(m, -1, mb);
 
     /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_linear_bwd_data(g, m->dlnf, m->logits, P[P_WTE]);
+    hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
+    hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnf);
+    hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnfg);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_tensor_t xL = m->res_out[L - 1];
     hx_layernorm_bwd_data(g, m->dtop, m->dlnf, xL, P[m->nparams - 2], m->lnf_mean, m->lnf_rstd,
@@ -79,11 +95,19 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
     for (int l = L - 1; l >= 0; l--) {
         hx_tensor_t dy = l == L - 1 ? m->dtop : m->layers[l + 1].dres;
         hx_tensor_t x = l == 0 ? m->emb : m->res_out[l - 1];
-        layer_backward(m, l, dy, x);
+        layer_backward(m, l, mb, dy, x);
     }
 
-    /* embedding: wte receives both the head's and the lookup's gradient, in this order */
+    /* embedding: wte receives both the head's and the lookup's gradient, in this order; every
+     * tp rank adds the (whole, gathered) gradient to its copy of wpe */
     g->cur.layer = -1;
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_embed_bwd(g, G[P_WTE], G[P_WPE], m->layers[0].dres, m->tokens[mb], c->seq_len);
+    hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->layers[0].dres);
+    if (m->mesh.tp == 1) {
+        hx_embed_bwd(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], c->seq_len);
+    } else {
+        hx_embed_bwd_vp(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], c->seq_len,
+                        m->mesh.tp_rank * m->V, c->vocab_size);
+    }
+    hx_gpt_dist_grads_done(m, -1, mb);
 }

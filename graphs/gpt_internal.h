@@ -15,8 +15,14 @@ enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B,
 #define P_WPE 1
 #define P_LAYER(l, k) (2 + (l) * P_PER_LAYER + (k))
 
+/* Shapes below are those of the serial run.  Under tensor parallelism (tp) the columns of
+ * qkv, atty, att_lse, fch, fch_gelu and their gradients are divided by tp; under sequence
+ * parallelism the residual stream and LayerNorm tensors (ln*, res_*, d*res*, dln*, dtop,
+ * lnf*) hold Ns = N/tp rows (a tile's rows split rank-major), and the *g tensors are their
+ * gathered (N,C) versions (aliases without SP). */
 struct gpt_layer_acts {
     hx_tensor_t ln1, ln1_mean, ln1_rstd; /* (N,C), (N,1), (N,1) */
+    hx_tensor_t ln1g, ln2g;              /* gathered LN outputs the tp GEMMs read (N,C) */
     hx_tensor_t qkv, atty, att_lse;      /* (N,3C), (N,C), (N,NH) */
     hx_tensor_t res_mid;                 /* x + attention branch (N,C) */
     hx_tensor_t ln2, ln2_mean, ln2_rstd;
@@ -28,16 +34,65 @@ struct gpt_layer_acts {
 struct gpt_bwd_temps {                   /* two sets, by layer parity */
     hx_tensor_t dfch_gelu, dfch;         /* (N,4C) */
     hx_tensor_t dln2, datty, dln1;       /* (N,C) */
+    hx_tensor_t dln2_part, dln1_part;    /* tp partial sums before their reduction (N,C) */
     hx_tensor_t dqkv;                    /* (N,3C) */
+};
+
+/* How one parameter is split on this rank (graphs/gpt_dist.c).  Tensor parallelism cuts the
+ * serial (rows, cols) along tp_dim into tp_blocks blocks (qkv: q, k, v) and keeps part
+ * tp_rank of each; AMSP's s_p then cuts that tp-local tensor flat into pieces, this rank's
+ * being [piece_off, piece_off + piece_cnt); gradients and Adam states of the piece belong
+ * to one member of the G / OS group. */
+struct gpt_param_dist {
+    int rows, cols;          /* serial shape */
+    int tp_dim;              /* -1 replicated over tp, 0 rows split, 1 columns split */
+    int tp_blocks;           /* blocks split separately (3 for q|k|v), else 1 */
+    int lrows, lcols;        /* tp-local shape */
+    long piece_off, piece_cnt; /* this rank's flat piece of the tp-local tensor */
+    int os_owner;            /* OS-group rank that updates the piece */
+    int owns_grad;           /* this rank keeps the piece's accumulated gradient */
+    int owns_optim;          /* this rank keeps its Adam states and runs AdamW */
+    int sp_partial;          /* LayerNorm under sequence parallelism: tp partial sums */
+    int layer, k;            /* transformer layer and P_* index, or -1 */
+};
+
+/* Gradient pieces waiting for their all-reduce, cut into buckets (graphs/gpt_dist.c) */
+struct gpt_grad_queue {
+    int ch, accumulate;      /* channel; G group: owners accumulate the result */
+    int *ids, n;             /* parameter ids in completion order */
+    int *cuts, ncuts;        /* ends of the closed buckets */
+    int open, emitted;       /* start of the open bucket; entries already emitted */
+    long open_elems;
 };
 
 struct hx_gpt {
     struct hx_gpt_config cfg;
     struct hx_optim_config opt;
+    struct hx_mesh mesh;
+    struct hx_parallel_config par;
     hx_graph_t g;
     int N;                               /* rows per micro-batch = B*T */
+    int Ns;                              /* rows of a sequence shard: N/tp with SP, else N */
+    int Ml;                              /* micro-batches of this rank: M/dp */
+    int V;                               /* this rank's vocabulary shard: V/tp */
     int nparams;
+    /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
+     * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],
+     * or a gather buffer under s_p > 1); gfull[i]: what the backward accumulates into;
+     * mbg[i]: a micro-batch's gradient piece when s_g > s_p (else NULL); gfinal[i]: the
+     * reduced gradient AdamW and the norm read */
     hx_tensor_t *params, *grads, *adam_m, *adam_v;
+    hx_tensor_t *pfull, *gfull, *mbg, *gfinal;
+    struct gpt_param_dist *pd;
+    struct gpt_grad_queue queue[2];      /* [0] replica group (last micro-batch), [1] G group */
+    /* the sequence-parallel region: shards of N/tp rows (aliases of the full tensors
+     * without SP) and the gathered full tensors the tensor-parallel GEMMs read */
+    hx_tensor_t emb_part;                /* vocab-parallel embedding before its sum (N,C) */
+    hx_tensor_t branch_s;                /* a branch's output after its tp reduction */
+    hx_tensor_t lnfg;                    /* gathered final LN output (N,C) */
+    hx_tensor_t dlnf_part;               /* head's partial input gradient (N,C) */
+    hx_tensor_t dy_full, dmid_full;      /* gathered block-output and mid gradients (N,C) */
+    hx_tensor_t xent_stats, xent_all;    /* vocab-parallel loss: (N,2), (tp*N,2) */
     hx_tensor_t *tokens, *targets;       /* per micro-batch (N,1) i32 */
     hx_tensor_t emb;                     /* res[0]: embedding output (N,C) */
     hx_tensor_t *res_out;                /* res_out[l]: output of layer l (N,C) */
@@ -55,6 +110,23 @@ struct hx_gpt {
 
 /* graphs/gpt_backward.c: the backward of micro-batch mb (after its forward) */
 void hx_gpt_emit_backward(struct hx_gpt *m, int mb);
+
+/* graphs/gpt_dist.c: the parallel transforms.  Layout and tensors first, then hooks the
+ * forward and backward call at fixed points; each is a no-op on the serial mesh. */
+void hx_gpt_dist_layout(struct hx_gpt *m);      /* pd[], ownership (before make_params) */
+void hx_gpt_dist_tensors(struct hx_gpt *m);     /* pfull, gfull, mbg, gfinal, queues */
+void hx_gpt_dist_free(struct hx_gpt *m);
+/* tensor-parallel region boundaries (Megatron's f and g): full <- shard (all-gather with
+ * SP, nothing without), shard <- partial (reduce-scatter with SP, all-reduce without) */
+hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard);
+void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial);
+void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer); /* -1: wte, wpe, lnf */
+void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb); /* -1: head/embedding */
+void hx_gpt_dist_grads_done(struct hx_gpt *m, int layer, int mb);    /* -1: head/embedding */
+void hx_gpt_dist_after_backward(struct hx_gpt *m);   /* last micro-batch: flush, tp, loss */
+void hx_gpt_dist_after_adamw(struct hx_gpt *m);      /* broadcasts of updated pieces */
+int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i);
+void hx_gpt_dist_norm_reduce(struct hx_gpt *m);
 /* graphs/optimizer.c: zero the gradients and accumulators; the norm; AdamW for every param */
 void hx_gpt_emit_zero(struct hx_gpt *m);
 void hx_gpt_emit_grad_norm(struct hx_gpt *m);

@@ -4,9 +4,11 @@
  * Initialisation draws every parameter from one generator in parameter order, so a seed
  * means the same model on every machine and worker count. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graphs/gpt_internal.h"
+#include "helix/comm.h"
 #include "helix/error.h"
 #include "runtime/rng.h"
 
@@ -27,9 +29,9 @@ int hx_gpt_num_param_tensors(hx_gpt_t m)
 
 size_t hx_gpt_num_params(hx_gpt_t m)
 {
-    size_t n = 0;
+    size_t n = 0; /* the whole model's, whatever this rank keeps */
     for (int i = 0; i < m->nparams; i++) {
-        n += hx_tensor_numel(m->params[i]);
+        n += (size_t)m->pd[i].rows * (size_t)m->pd[i].cols;
     }
     return n;
 }
@@ -64,36 +66,181 @@ int hx_gpt_realize(hx_gpt_t m)
     return hx_graph_realize(m->g);
 }
 
+/* ---- shards of a parameter's state ---- */
+
+/* Copy between the serial (rows, cols) tensor and tp rank @p t's part: along tp_dim each of
+ * the tp_blocks blocks is cut in tp parts (q|k|v split separately, so heads stay whole).
+ * to_local: full -> local, else local -> full. */
+static void tp_copy(const struct gpt_param_dist *d, int tp, int t, float *full, float *local,
+                    int to_local)
+{
+    for (int r = 0; r < d->lrows; r++) {
+        for (int c = 0; c < d->lcols; c++) {
+            int fr = r, fc = c;
+            if (d->tp_dim == 0) {
+                int lb = d->lrows / d->tp_blocks; /* local rows per block */
+                fr = (r / lb) * lb * tp + t * lb + r % lb;
+            } else if (d->tp_dim == 1) {
+                int lb = d->lcols / d->tp_blocks;
+                fc = (c / lb) * lb * tp + t * lb + c % lb;
+            }
+            float *f = full + (size_t)fr * d->cols + fc, *l = local + (size_t)r * d->lcols + c;
+            if (to_local) {
+                *l = *f;
+            } else {
+                *f = *l;
+            }
+        }
+    }
+}
+
+static hx_tensor_t state_tensor(hx_gpt_t m, int i, enum hx_state_kind k)
+{
+    return k == HX_STATE_PARAM ? m->params[i] : k == HX_STATE_ADAM_M ? m->adam_m[i]
+                                                                      : m->adam_v[i];
+}
+
+int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *src)
+{
+    const struct gpt_param_dist *d = &m->pd[i];
+    hx_tensor_t t = state_tensor(m, i, k);
+    if (t == NULL) { /* another rank of the OS group keeps it */
+        return HX_OK;
+    }
+    float *local = malloc(sizeof(float) * (size_t)d->lrows * d->lcols);
+    if (local == NULL) {
+        return HX_ERR(HX_ENOMEM, "%zu bytes for parameter %s", sizeof(float) *
+                      (size_t)d->lrows * d->lcols, m->params[i]->name);
+    }
+    tp_copy(d, m->mesh.tp, m->mesh.tp_rank, (float *)src, local, 1);
+    int ret = hx_tensor_write(t, local + d->piece_off);
+    free(local);
+    return ret;
+}
+
+int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
+{
+    const struct hx_mesh *ms = &m->mesh;
+    const struct gpt_param_dist *d = &m->pd[i];
+    long n = (long)d->lrows * d->lcols;
+    int p = ms->sp.s, tp = ms->tp;
+    float *piece = malloc(sizeof(float) * (size_t)d->piece_cnt);
+    float *local = malloc(sizeof(float) * (size_t)n * (size_t)tp);
+    long *bytes = malloc(sizeof(long) * (size_t)(p > tp ? p : tp));
+    int ret = piece && local && bytes ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s (%ld elements)",
+                                                       m->params[i]->name, n);
+    hx_tensor_t t = state_tensor(m, i, k);
+    if (ret == HX_OK && t != NULL) {
+        ret = hx_tensor_read(t, piece);
+    }
+    /* Adam states live with the piece's OS owner */
+    if (ret == HX_OK && k != HX_STATE_PARAM && ms->groups[HX_GROUP_SHARD_OS].size > 1) {
+        ret = hx_comm_host_bcast(HX_GROUP_SHARD_OS, piece, (long)sizeof(float) * d->piece_cnt,
+                                 d->os_owner);
+    }
+    float *mine = local + (size_t)n * (size_t)ms->tp_rank * (tp > 1);
+    if (ret == HX_OK && p > 1) { /* the pieces of the P group make the tp-local tensor */
+        for (int j = 0; j < p; j++) {
+            bytes[j] = (long)sizeof(float) * (n / p + (j < n % p));
+        }
+        ret = hx_comm_host_allgatherv(HX_GROUP_SHARD_P, piece, (long)sizeof(float) *
+                                      d->piece_cnt, mine, bytes);
+    } else if (ret == HX_OK) {
+        memcpy(mine, piece, sizeof(float) * (size_t)n);
+    }
+    if (ret == HX_OK && d->tp_dim < 0) {
+        memcpy(dst, mine, sizeof(float) * (size_t)n);
+    } else if (ret == HX_OK) { /* every tp rank's part into the serial layout */
+        for (int j = 0; j < tp; j++) {
+            bytes[j] = (long)sizeof(float) * n;
+        }
+        float *sendbuf = malloc(sizeof(float) * (size_t)n);
+        ret = sendbuf != NULL ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s", m->params[i]->name);
+        if (ret == HX_OK) {
+            memcpy(sendbuf, mine, sizeof(float) * (size_t)n);
+            ret = hx_comm_host_allgatherv(HX_GROUP_TP, sendbuf, (long)sizeof(float) * n, local,
+                                          bytes);
+        }
+        free(sendbuf);
+        for (int j = 0; ret == HX_OK && j < tp; j++) {
+            tp_copy(d, tp, j, dst, local + (size_t)n * j, 0);
+        }
+    }
+    free(piece);
+    free(local);
+    free(bytes);
+    return ret;
+}
+
+void hx_gpt_param_shape(hx_gpt_t m, int i, int *rows, int *cols)
+{
+    *rows = m->pd[i].rows;
+    *cols = m->pd[i].cols;
+}
+
+const char *hx_gpt_param_name(hx_gpt_t m, int i)
+{
+    return m->params[i]->name;
+}
+
+const struct hx_mesh *hx_gpt_mesh(hx_gpt_t m)
+{
+    return &m->mesh;
+}
+
+void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
+{
+    memset(mem, 0, sizeof *mem);
+    for (int i = 0; i < m->g->ntensors; i++) {
+        const struct hx_tensor *t = m->g->tensors[i];
+        double b = (double)hx_tensor_bytes(t);
+        switch (t->role) {
+        case HX_ROLE_PARAM: mem->params += b; break;
+        case HX_ROLE_GRAD: mem->grads += b; break;
+        case HX_ROLE_OPTIM: mem->optim += b; break;
+        case HX_ROLE_COMM: mem->comm += b; break;
+        case HX_ROLE_INPUT: mem->inputs += b; break;
+        default: mem->activations += b; break;
+        }
+    }
+    double phi = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        phi += (double)m->pd[i].lrows * m->pd[i].lcols;
+    }
+    mem->formula_model_state = 4 * phi / m->mesh.sp.s + 4 * phi / m->mesh.sg.s +
+                               8 * phi / m->mesh.sos.s;
+}
+
 void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
 {
     struct hx_rng rng;
     hx_rng_seed(&rng, seed);
-    /* GPT-2: residual projections scaled by 1/sqrt(2L) so the stream's variance stays put */
+    /* GPT-2: residual projections scaled by 1/sqrt(2L) so the stream's variance stays put.
+     * Every rank draws every value of the serial model in order and keeps its shard, so a
+     * seed means the same model on every mesh. */
     double resid_std = 0.02 / sqrt(2.0 * m->cfg.num_layers);
     for (int i = 0; i < m->nparams; i++) {
-        hx_tensor_t p = m->params[i];
-        int k = i >= 2 && i < m->nparams - 2 ? (i - 2) % P_PER_LAYER : -1;
+        const struct gpt_param_dist *d = &m->pd[i];
+        int k = d->k;
         int is_ln_w = k == P_LN1_W || k == P_LN2_W || i == m->nparams - 2;
         int is_resid = k == P_PROJ_W || k == P_FCPROJ_W;
-        float *x = hx_f32(p);
-        size_t n = hx_tensor_numel(p);
-        hx_tensor_begin_access(p, 'w');
+        size_t n = (size_t)d->rows * d->cols;
+        float *x = malloc(sizeof(float) * n);
+        HX_ASSERT(x != NULL, "out of memory initialising %s (%zu floats)", m->params[i]->name, n);
         for (size_t j = 0; j < n; j++) {
             if (is_ln_w) {
                 x[j] = 1.0f;
-            } else if (p->rows == 1) {
+            } else if (d->rows == 1) {
                 x[j] = 0.0f;   /* biases and LayerNorm shifts */
             } else {
                 x[j] = (float)(hx_rng_normal(&rng) * (is_resid ? resid_std : 0.02));
             }
         }
-        hx_tensor_end_access(p);
-        hx_tensor_t s[2] = { m->adam_m[i], m->adam_v[i] };
-        for (int q = 0; q < 2; q++) {
-            hx_tensor_begin_access(s[q], 'w');
-            memset(s[q]->data, 0, hx_tensor_bytes(s[q]));
-            hx_tensor_end_access(s[q]);
-        }
+        hx_gpt_scatter_state(m, i, HX_STATE_PARAM, x);
+        memset(x, 0, sizeof(float) * n);
+        hx_gpt_scatter_state(m, i, HX_STATE_ADAM_M, x);
+        hx_gpt_scatter_state(m, i, HX_STATE_ADAM_V, x);
+        free(x);
     }
 }
 
@@ -109,10 +256,12 @@ int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets)
                           tokens[i], targets[i], c->vocab_size);
         }
     }
-    for (int mb = 0; mb < c->num_micro_batches; mb++) {
-        int ret = hx_tensor_write(m->tokens[mb], tokens + n * mb);
+    /* data-parallel rank d takes micro-batches d*Ml .. (d+1)*Ml-1 of the global batch */
+    for (int mb = 0; mb < m->Ml; mb++) {
+        size_t at = n * (size_t)(m->mesh.dp_rank * m->Ml + mb);
+        int ret = hx_tensor_write(m->tokens[mb], tokens + at);
         if (ret == HX_OK) {
-            ret = hx_tensor_write(m->targets[mb], targets + n * mb);
+            ret = hx_tensor_write(m->targets[mb], targets + at);
         }
         if (ret != HX_OK) {
             return ret;
@@ -177,6 +326,11 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
 
 int hx_gpt_read_logits(hx_gpt_t m, float *dst)
 {
+    if (m->mesh.tp > 1) {
+        return HX_ERR(HX_EUNSUPPORTED, "the logits are split over %d tensor-parallel ranks "
+                      "(each holds %d of %d vocabulary columns); sample from a run with "
+                      "--tensor-model-parallel-size 1", m->mesh.tp, m->V, m->cfg.vocab_size);
+    }
     return hx_tensor_read(m->logits, dst);
 }
 

@@ -315,6 +315,19 @@ void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b)
     }
 }
 
+void hx_accumulate(hx_graph_t g, hx_tensor_t acc, hx_tensor_t x)
+{
+    same_tiling(acc, x);
+    shape(x, acc->rows, acc->cols);
+    for (int i = 0; i < acc->ntiles; i++) {
+        int rows = hx_tile_nrows(acc, i);
+        union hx_op_args args = { .rows = { .rows = rows, .cols = acc->cols } };
+        struct hx_ref refs[2] = { hx_ref_of(x, i, HX_R), hx_ref_of(acc, i, HX_RW) };
+        hx_graph_add(g, HX_OP_ADD, &args, 2, refs, (double)rows * acc->cols,
+                     F4 * 3.0 * rows * acc->cols);
+    }
+}
+
 /* Per-row companions of logits (N,V): targets, losses, lse (N,1), tiled alike (NULL: absent) */
 static void xent_check(hx_tensor_t logits, hx_tensor_t targets, hx_tensor_t losses,
                        hx_tensor_t lse)
@@ -372,45 +385,82 @@ void hx_xent_fused(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_
     xent_emit(g, HX_OP_XENT_FUSED, logits, targets, losses, lse, scale, 6.0);
 }
 
-/* positions are row % T inside a tile, so a tile must start on a sequence boundary */
-static void embed_check(hx_tensor_t rows, hx_tensor_t wte, hx_tensor_t wpe, int T)
+/* positions are row % T inside a tile, so a tile must start on a sequence boundary; the
+ * token table holds rows [v0, v0 + wte->rows) of a vocabulary of `vocab` ids (wpe may be NULL:
+ * a backward without the position term) */
+static void embed_check(hx_tensor_t rows, hx_tensor_t tokens, hx_tensor_t wte, hx_tensor_t wpe,
+                        int T, int v0, int vocab)
 {
+    int C = wte->cols;
+    same_tiling(rows, tokens);
+    shape(rows, tokens->rows, C);
+    shape(tokens, tokens->rows, 1);
+    HX_ASSERT(tokens->dtype == HX_I32, "%s must be int32 token ids", tokens->name);
     single_tile(wte);
-    single_tile(wpe);
-    HX_ASSERT(wpe->rows >= T && rows->tile_rows % T == 0, "embedding: wpe has %d positions for "
-              "T=%d; tiles of %d rows must hold whole sequences", wpe->rows, T, rows->tile_rows);
+    HX_ASSERT(v0 >= 0 && wte->rows >= 1 && v0 + wte->rows <= vocab, "embedding: %s holds "
+              "vocabulary rows [%d,%d), not inside the vocabulary [0,%d)", wte->name, v0,
+              v0 + wte->rows, vocab);
+    HX_ASSERT(rows->tile_rows % T == 0, "embedding: tiles of %d rows must hold whole sequences "
+              "of T=%d", rows->tile_rows, T);
+    if (wpe != NULL) {
+        single_tile(wpe);
+        HX_ASSERT(wpe->rows >= T && wpe->cols == C, "embedding: %s is (%d x %d), needs at least "
+                  "T=%d positions of %d channels", wpe->name, wpe->rows, wpe->cols, T, C);
+    }
+}
+
+/* One embedding node per row tile of act (out for the forward, dout for the backward), the
+ * plain and the vocabulary-parallel builders alike.  pos: wpe (forward, read only when
+ * add_pos) or dwpe (backward, NULL without the position term).  Out-of-shard tokens skip the
+ * table, so a shard does about Vl/vocab of the table traffic. */
+static void embed_emit(hx_graph_t g, enum hx_op op, hx_tensor_t act, hx_tensor_t tokens,
+                       hx_tensor_t wte, hx_tensor_t pos, int add_pos, int T, int v0, int vocab)
+{
+    int C = wte->cols;
+    int fwd = op == HX_OP_EMBED_FWD;
+    embed_check(act, tokens, wte, pos, T, v0, vocab);
+    double frac = (double)wte->rows / vocab, p = add_pos ? 1.0 : 0.0;
+    for (int i = 0; i < act->ntiles; i++) {
+        int rows = hx_tile_nrows(act, i);
+        union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = wte->rows, .v0 = v0,
+                                        .no_pos = !add_pos, .vocab = vocab } };
+        struct hx_ref refs[4];
+        int n = 0;
+        if (fwd) {
+            refs[n++] = hx_ref_of(tokens, i, HX_R);
+            refs[n++] = hx_ref_of(wte, 0, HX_R);
+            refs[n++] = hx_ref_of(pos, 0, HX_R);
+            refs[n++] = hx_ref_of(act, i, HX_W);
+        } else {
+            refs[n++] = hx_ref_of(act, i, HX_R);
+            refs[n++] = hx_ref_of(tokens, i, HX_R);
+            refs[n++] = hx_ref_of(wte, 0, HX_RW);
+            if (add_pos) {
+                refs[n++] = hx_ref_of(pos, 0, HX_RW);
+            }
+        }
+        /* forward: write out, read the shard's rows [and wpe], add; backward: read dout,
+         * read-modify-write the shard's rows [and dwpe] */
+        double rc = (double)rows * C;
+        if (fwd) {
+            hx_graph_add(g, op, &a, n, refs, p * frac * rc, F4 * (1.0 + frac + p) * rc);
+        } else {
+            hx_graph_add(g, op, &a, n, refs, (frac + p) * rc, F4 * (1.0 + 2.0 * (frac + p)) * rc);
+        }
+    }
 }
 
 void hx_embed_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte,
                   hx_tensor_t wpe, int T)
 {
-    int C = wte->cols;
-    same_tiling(out, tokens);
-    shape(out, tokens->rows, C);
-    embed_check(out, wte, wpe, T);
-    for (int i = 0; i < out->ntiles; i++) {
-        int rows = hx_tile_nrows(out, i);
-        union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = wte->rows } };
-        struct hx_ref refs[4] = { hx_ref_of(tokens, i, HX_R), hx_ref_of(wte, 0, HX_R),
-                                  hx_ref_of(wpe, 0, HX_R), hx_ref_of(out, i, HX_W) };
-        hx_graph_add(g, HX_OP_EMBED_FWD, &a, 4, refs, (double)rows * C, F4 * 3.0 * rows * C);
-    }
+    embed_emit(g, HX_OP_EMBED_FWD, out, tokens, wte, wpe, 1, T, 0, wte->rows);
 }
 
 void hx_embed_bwd(hx_graph_t g, hx_tensor_t dwte, hx_tensor_t dwpe, hx_tensor_t dout,
                   hx_tensor_t tokens, int T)
 {
-    int C = dwte->cols;
-    same_tiling(dout, tokens);
-    shape(dout, tokens->rows, C);
-    embed_check(dout, dwte, dwpe, T);
-    for (int i = 0; i < dout->ntiles; i++) {
-        int rows = hx_tile_nrows(dout, i);
-        union hx_op_args a = { .emb = { .rows = rows, .T = T, .C = C, .V = dwte->rows } };
-        struct hx_ref refs[4] = { hx_ref_of(dout, i, HX_R), hx_ref_of(tokens, i, HX_R),
-                                  hx_ref_of(dwte, 0, HX_RW), hx_ref_of(dwpe, 0, HX_RW) };
-        hx_graph_add(g, HX_OP_EMBED_BWD, &a, 4, refs, 2.0 * rows * C, F4 * 5.0 * rows * C);
-    }
+    HX_ASSERT(dwpe != NULL, "hx_embed_bwd: dwpe is required (hx_embed_bwd_vp takes NULL)");
+    embed_emit(g, HX_OP_EMBED_BWD, dout, tokens, dwte, dwpe, 1, T, 0, dwte->rows);
 }
 
 void hx_reduce(hx_graph_t g, hx_tensor_t acc, hx_tensor_t x, int sumsq)
@@ -452,4 +502,72 @@ void hx_adamw(hx_graph_t g, hx_tensor_t param, hx_tensor_t grad, hx_tensor_t m, 
                               hx_ref_of(m, 0, HX_RW), hx_ref_of(v, 0, HX_RW),
                               hx_ref_of(gnorm_sumsq, 0, HX_R) };
     hx_graph_add(g, HX_OP_ADAMW, &a, 5, refs, 12.0 * a.adamw.n, F4 * 7.0 * a.adamw.n);
+}
+
+/* ---- vocabulary parallel (Megatron): this rank holds vocabulary rows [v0, v0 + Vl) ---- */
+
+void hx_embed_fwd_vp(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte_shard,
+                     hx_tensor_t wpe, int T, int v0, int vocab_total, int add_pos)
+{
+    HX_ASSERT(wpe != NULL, "hx_embed_fwd_vp: wpe is a buffer of the task even without add_pos "
+              "(pass the replicated table)");
+    embed_emit(g, HX_OP_EMBED_FWD, out, tokens, wte_shard, wpe, add_pos != 0, T, v0,
+               vocab_total);
+}
+
+void hx_embed_bwd_vp(hx_graph_t g, hx_tensor_t dwte_shard, hx_tensor_t dwpe_or_null,
+                     hx_tensor_t dout, hx_tensor_t tokens, int T, int v0, int vocab_total)
+{
+    embed_emit(g, HX_OP_EMBED_BWD, dout, tokens, dwte_shard, dwpe_or_null, dwpe_or_null != NULL,
+               T, v0, vocab_total);
+}
+
+void hx_xent_vp_stats(hx_graph_t g, hx_tensor_t stats, hx_tensor_t logits, hx_tensor_t targets,
+                      int v0)
+{
+    int V = logits->cols;
+    xent_check(logits, targets, NULL, NULL);
+    same_tiling(stats, logits);
+    shape(stats, logits->rows, 2);
+    HX_ASSERT(v0 >= 0 && V >= 1, "%s: vocabulary shard [%d,%d) needs v0 >= 0 and a column",
+              logits->name, v0, v0 + V);
+    for (int i = 0; i < logits->ntiles; i++) {
+        int rows = hx_tile_nrows(logits, i);
+        union hx_op_args a = { .xvp = { .rows = rows, .V = V, .v0 = v0, .parts = 1 } };
+        struct hx_ref refs[3] = { hx_ref_of(logits, i, HX_R), hx_ref_of(targets, i, HX_R),
+                                  hx_ref_of(stats, i, HX_W) };
+        /* max, exp and sum per logit, as xent_fwd */
+        hx_graph_add(g, HX_OP_XENT_VP_STATS, &a, 3, refs, 3.0 * rows * V,
+                     F4 * ((double)rows * V + 3.0 * rows));
+    }
+}
+
+void hx_xent_vp(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
+                hx_tensor_t targets, hx_tensor_t all_stats, int v0, int parts, int grad,
+                float scale)
+{
+    int V = logits->cols;
+    xent_check(logits, targets, losses, lse);
+    HX_ASSERT(v0 >= 0 && V >= 1 && parts >= 1, "%s: vocabulary shard [%d,%d) of %d parts needs "
+              "v0 >= 0, a column and a part", logits->name, v0, v0 + V, parts);
+    /* tile i of all_stats holds the parts x rows stats of logits tile i, rank-major */
+    shape(all_stats, parts * logits->rows, 2);
+    HX_ASSERT(all_stats->tile_rows == parts * logits->tile_rows &&
+                  all_stats->ntiles == logits->ntiles,
+              "%s: tiles of %d rows (%d tiles); the gathered stats of %d parts of %s (tiles of "
+              "%d, %d tiles) need tiles of %d", all_stats->name, all_stats->tile_rows,
+              all_stats->ntiles, parts, logits->name, logits->tile_rows, logits->ntiles,
+              parts * logits->tile_rows);
+    for (int i = 0; i < logits->ntiles; i++) {
+        int rows = hx_tile_nrows(logits, i);
+        union hx_op_args a = { .xvp = { .rows = rows, .V = V, .v0 = v0, .parts = parts,
+                                        .grad = grad != 0, .scale = scale } };
+        struct hx_ref refs[5] = { hx_ref_of(logits, i, grad ? HX_RW : HX_R),
+                                  hx_ref_of(targets, i, HX_R), hx_ref_of(all_stats, i, HX_R),
+                                  hx_ref_of(losses, i, HX_W), hx_ref_of(lse, i, HX_W) };
+        /* the combine is a few flops per part; with grad, exp and scale per logit in place */
+        double comb = 3.0 * parts * rows;
+        hx_graph_add(g, HX_OP_XENT_VP, &a, 5, refs, comb + (grad ? 3.0 * rows * V : 0.0),
+                     F4 * ((grad ? 2.0 * rows * V : 0.0) + 2.0 * parts * rows + 3.0 * rows));
+    }
 }

@@ -17,7 +17,9 @@ void hx_gpt_emit_zero(struct hx_gpt *m)
     g->cur.layer = -1;
     g->cur.microbatch = 0;
     for (int i = 0; i < m->nparams; i++) {
-        hx_fill(g, m->grads[i], 0.0f);
+        if (m->grads[i] != NULL) { /* accumulators this rank keeps (graphs/gpt_dist.c) */
+            hx_fill(g, m->grads[i], 0.0f);
+        }
     }
     hx_fill(g, m->gnorm_sumsq, 0.0f);
     m->zero_loss_node = g->nnodes; /* evaluation runs this node, then micro-batch 0's forward */
@@ -30,8 +32,11 @@ void hx_gpt_emit_grad_norm(struct hx_gpt *m)
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     for (int i = 0; i < m->nparams; i++) {
-        hx_reduce(g, m->gnorm_sumsq, m->grads[i], 1);
+        if (hx_gpt_dist_counts_in_norm(m, i)) { /* each element once in the job */
+            hx_reduce(g, m->gnorm_sumsq, m->gfinal[i], 1);
+        }
     }
+    hx_gpt_dist_norm_reduce(m);
 }
 
 void hx_gpt_emit_adamw(struct hx_gpt *m)
@@ -41,12 +46,15 @@ void hx_gpt_emit_adamw(struct hx_gpt *m)
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     for (int i = 0; i < m->nparams; i++) {
+        if (!m->pd[i].owns_optim) { /* another member of the OS group updates this piece */
+            continue;
+        }
         struct hx_adamw_args a = {
             .lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
             .weight_decay = m->params[i]->weight_decay ? o->weight_decay : 0.0f,
             .max_norm = o->clip_grad, .t = 1,
         };
-        hx_adamw(g, m->params[i], m->grads[i], m->adam_m[i], m->adam_v[i], m->gnorm_sumsq, &a);
+        hx_adamw(g, m->params[i], m->gfinal[i], m->adam_m[i], m->adam_v[i], m->gnorm_sumsq, &a);
     }
 }
 

@@ -3,6 +3,7 @@
  * op's, whose buffers are the node's tiles with the node's access modes, and whose cl_arg
  * and sched_data are the node itself, so a codelet reads its arguments and a policy classifies
  * the task in O(1).  StarPU derives the same dependencies as hx_graph_deps from the order. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <starpu.h>
@@ -37,6 +38,11 @@ int hx_graph_submit(hx_graph_t g, int first, int last)
         t->priority = n->priority;
         t->name = info->name;
         t->nbuffers = n->nrefs;
+        if (n->nrefs > STARPU_NMAXBUFS) { /* a DDP bucket: StarPU frees these with the task */
+            t->dyn_handles = malloc(sizeof(starpu_data_handle_t) * (size_t)n->nrefs);
+            t->dyn_modes = malloc(sizeof(enum starpu_data_access_mode) * (size_t)n->nrefs);
+            HX_ASSERT(t->dyn_handles != NULL && t->dyn_modes != NULL, "out of memory");
+        }
         if (hx_trace_active()) {
             t->callback_func = hx_trace_record;
             t->callback_arg = n;

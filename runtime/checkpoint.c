@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "helix/checkpoint.h"
+#include "helix/comm.h"
 #include "helix/error.h"
 #include "helix/tensor.h"
 
@@ -106,7 +107,7 @@ struct out {
 
 static void out_bytes(struct out *o, const void *p, size_t n)
 {
-    if (o->err == 0 && n > 0) {
+    if (o->f != NULL && o->err == 0 && n > 0) {
         o->hash = fnv1a(o->hash, p, n);
         errno = 0;
         if (fwrite(p, 1, n, o->f) != n) {
@@ -115,48 +116,66 @@ static void out_bytes(struct out *o, const void *p, size_t n)
     }
 }
 
-static int out_tensor(struct out *o, hx_tensor_t t)
+/* One state of parameter i, whole (serial layout) whatever the mesh: every rank takes part
+ * in the gather, only the writer (f != NULL) writes. */
+static int out_state(struct out *o, hx_gpt_t m, int i, enum hx_state_kind k)
 {
-    HX_ASSERT(t->dtype == HX_F32, "checkpoint tensor %s is not float32", t->name);
-    int ret = hx_tensor_begin_access(t, 'r');
-    if (ret == HX_OK) {
-        out_bytes(o, t->data, hx_tensor_bytes(t));
-        hx_tensor_end_access(t);
+    int rows, cols;
+    hx_gpt_param_shape(m, i, &rows, &cols);
+    size_t n = (size_t)rows * (size_t)cols;
+    float *buf = malloc(n * sizeof(float));
+    if (buf == NULL) {
+        return HX_ERR(HX_ENOMEM, "%zu bytes to save %s", n * sizeof(float),
+                      hx_gpt_param_name(m, i));
     }
+    int ret = hx_gpt_gather_state(m, i, k, buf);
+    if (ret == HX_OK) {
+        out_bytes(o, buf, n * sizeof(float));
+    }
+    free(buf);
     return ret;
 }
 
+/* Write the checkpoint to @p path (rank 0), or only take part in the gathers (path NULL). */
 static int write_ckpt(const char *path, hx_gpt_t m, const struct hx_checkpoint_info *info)
 {
     struct hdr h = { .version = CKPT_VERSION, .ntensors = (uint32_t)hx_gpt_num_param_tensors(m),
                      .args_len = (uint32_t)strlen(info->args) };
     h.header_bytes = FIXED_HEADER + h.args_len;
     for (int i = 0; i < (int)h.ntensors; i++) {
-        h.payload_bytes += RECORD_HEAD + 3 * hx_tensor_bytes(hx_gpt_param(m, i));
+        int rows, cols;
+        hx_gpt_param_shape(m, i, &rows, &cols);
+        h.payload_bytes += RECORD_HEAD + 3 * sizeof(float) * (uint64_t)rows * (uint64_t)cols;
     }
     struct hx_checkpoint_info copy = *info; /* code_header takes the fields by pointer */
     unsigned char head[FIXED_HEADER];
     memcpy(head, MAGIC, 8);
     code_header(head, 0, &h, &copy.model, &copy.optim, &copy.state);
 
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
+    FILE *f = path != NULL ? fopen(path, "wb") : NULL;
+    if (path != NULL && f == NULL) {
         return SAVE_ERR("creating checkpoint", path, errno);
     }
     struct out o = { f, FNV_OFFSET, 0 };
     out_bytes(&o, head, sizeof head);
     out_bytes(&o, info->args, h.args_len);
     int ret = HX_OK;
-    for (int i = 0; i < (int)h.ntensors && ret == HX_OK && o.err == 0; i++) {
-        hx_tensor_t p = hx_gpt_param(m, i);
+    /* a failed write does not stop the loop: the other ranks are in the same gathers */
+    for (int i = 0; i < (int)h.ntensors && ret == HX_OK; i++) {
+        int rows, cols;
+        hx_gpt_param_shape(m, i, &rows, &cols);
+        const char *name = hx_gpt_param_name(m, i);
         unsigned char rh[RECORD_HEAD] = { 0 };
-        memcpy(rh, p->name, strnlen(p->name, HX_NAME_MAX - 1));
-        memcpy(rh + HX_NAME_MAX, &p->rows, 4);
-        memcpy(rh + HX_NAME_MAX + 4, &p->cols, 4);
+        memcpy(rh, name, strnlen(name, HX_NAME_MAX - 1));
+        memcpy(rh + HX_NAME_MAX, &rows, 4);
+        memcpy(rh + HX_NAME_MAX + 4, &cols, 4);
         out_bytes(&o, rh, sizeof rh);
-        ret = out_tensor(&o, p);
-        ret = ret == HX_OK ? out_tensor(&o, hx_gpt_adam_m(m, i)) : ret;
-        ret = ret == HX_OK ? out_tensor(&o, hx_gpt_adam_v(m, i)) : ret;
+        ret = out_state(&o, m, i, HX_STATE_PARAM);
+        ret = ret == HX_OK ? out_state(&o, m, i, HX_STATE_ADAM_M) : ret;
+        ret = ret == HX_OK ? out_state(&o, m, i, HX_STATE_ADAM_V) : ret;
+    }
+    if (f == NULL) {
+        return ret;
     }
     unsigned char tr[TRAILER];
     memcpy(tr, &o.hash, 8);
@@ -287,31 +306,49 @@ static int write_latest(const char *dir, const char *name)
     return HX_OK;
 }
 
+/* Rank 0's status, known to every rank (a distributed save must end the same everywhere). */
+static int agree(hx_gpt_t m, int ret)
+{
+    if (hx_gpt_mesh(m)->world_size > 1 &&
+        hx_comm_host_bcast(HX_GROUP_WORLD, &ret, sizeof ret, 0) != HX_OK) {
+        return HX_ERUNTIME;
+    }
+    return ret;
+}
+
 static int save(const char *dir, hx_gpt_t m, const struct hx_checkpoint_info *info)
 {
-    int ret = make_dir(dir);
-    if (ret != HX_OK) {
+    /* rank 0 writes; the others only take part in the gathers of the shards */
+    int writer = hx_gpt_mesh(m)->world_rank == 0;
+    int ret = writer ? make_dir(dir) : HX_OK;
+    char prev[256] = "", name[64], tmp[PATH_MAX], path[PATH_MAX];
+    int err = 0, have = 0;
+    if (ret == HX_OK && writer) {
+        have = read_latest(dir, prev, sizeof prev, &err);
+        if (have <= 0) {
+            prev[0] = '\0';
+        }
+        snprintf(name, sizeof name, "ckpt-%08lld.bin", (long long)info->state.step);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+            ret = HX_ERR(HX_EIO, "checkpoint directory '%s' is too long a path", dir);
+        }
+    }
+    if ((ret = agree(m, ret)) != HX_OK) {
         return ret;
     }
-    char prev[256], name[64], tmp[PATH_MAX], path[PATH_MAX];
-    int err, have = read_latest(dir, prev, sizeof prev, &err);
-    if (have <= 0) {
-        prev[0] = '\0';
-    }
-    snprintf(name, sizeof name, "ckpt-%08lld.bin", (long long)info->state.step);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-        return HX_ERR(HX_EIO, "checkpoint directory '%s' is too long a path", dir);
-    }
-    if ((ret = write_ckpt(tmp, m, info)) != HX_OK) {
-        unlink(tmp);
-        return ret;
+    ret = write_ckpt(writer ? tmp : NULL, m, info);
+    if (!writer || ret != HX_OK) {
+        if (writer) {
+            unlink(tmp);
+        }
+        return agree(m, ret);
     }
     /* rename is atomic: a same-step file that `latest` names is replaced, never half-written */
     if (rename(tmp, path) != 0) {
         ret = SAVE_ERR("renaming the checkpoint to", path, errno);
         unlink(tmp);
-        return ret;
+        return agree(m, ret);
     }
     if ((err = sync_dir(dir)) != 0 || (ret = write_latest(dir, name)) != HX_OK ||
         (err = sync_dir(dir)) != 0) {
@@ -319,14 +356,14 @@ static int save(const char *dir, hx_gpt_t m, const struct hx_checkpoint_info *in
         if (strcmp(name, prev) != 0) {
             unlink(path); /* `latest` still names prev: put the directory back as it was */
         }
-        return ret;
+        return agree(m, ret);
     }
     if (have >= 0) {
         prune(dir, name, prev);
     } else {
         hx_warn("'%s/latest' was unreadable before this save; old checkpoints are kept", dir);
     }
-    return HX_OK;
+    return agree(m, HX_OK);
 }
 
 int hx_checkpoint_save(const char *dir, hx_gpt_t m, const struct hx_checkpoint_info *info)
@@ -534,26 +571,34 @@ static int check_model(const char *file, const struct hx_gpt_config *ck, hx_gpt_
                       (double)e2);
     }
     for (int i = 0; i < n || i < hx_gpt_num_param_tensors(m); i++) {
-        hx_tensor_t p = hx_gpt_param(m, i);
-        if (i >= n || p == NULL || strcmp(rs[i].name, p->name) != 0 || rs[i].rows != p->rows ||
-            rs[i].cols != p->cols) {
+        int have = i < hx_gpt_num_param_tensors(m), rows = 0, cols = 0;
+        const char *name = have ? hx_gpt_param_name(m, i) : "missing";
+        if (have) {
+            hx_gpt_param_shape(m, i, &rows, &cols);
+        }
+        if (i >= n || !have || strcmp(rs[i].name, name) != 0 || rs[i].rows != rows ||
+            rs[i].cols != cols) {
             return HX_ERR(HX_EINVAL, "checkpoint '%s': tensor %d is %s (%d x %d) but the model's "
                           "is %s (%d x %d); it was written by an incompatible helix", file, i,
                           i < n ? rs[i].name : "missing", i < n ? rs[i].rows : 0,
-                          i < n ? rs[i].cols : 0, p ? p->name : "missing", p ? p->rows : 0,
-                          p ? p->cols : 0);
+                          i < n ? rs[i].cols : 0, name, rows, cols);
         }
     }
     return HX_OK;
 }
 
-static int in_tensor(struct in *r, hx_tensor_t t)
+/* One state, whole, into this rank's shard of it. */
+static int in_state(struct in *r, hx_gpt_t m, int i, enum hx_state_kind k)
 {
-    int ret = hx_tensor_begin_access(t, 'w');
-    if (ret == HX_OK) {
-        ret = in_bytes(r, t->data, hx_tensor_bytes(t));
-        hx_tensor_end_access(t);
-    }
+    int rows, cols;
+    hx_gpt_param_shape(m, i, &rows, &cols);
+    size_t n = (size_t)rows * (size_t)cols;
+    float *buf = malloc(n * sizeof(float));
+    int ret = buf != NULL ? in_bytes(r, buf, n * sizeof(float))
+                          : HX_ERR(HX_ENOMEM, "%zu bytes to load %s", n * sizeof(float),
+                                   hx_gpt_param_name(m, i));
+    ret = ret == HX_OK ? hx_gpt_scatter_state(m, i, k, buf) : ret;
+    free(buf);
     return ret;
 }
 
@@ -569,9 +614,9 @@ static int copy_tensors(const char *file, hx_gpt_t m, const struct hdr *h)
     ret = in_bytes(&r, NULL, h->header_bytes);
     for (int i = 0; i < (int)h->ntensors && ret == HX_OK; i++) {
         ret = in_bytes(&r, NULL, RECORD_HEAD);
-        ret = ret == HX_OK ? in_tensor(&r, hx_gpt_param(m, i)) : ret;
-        ret = ret == HX_OK ? in_tensor(&r, hx_gpt_adam_m(m, i)) : ret;
-        ret = ret == HX_OK ? in_tensor(&r, hx_gpt_adam_v(m, i)) : ret;
+        ret = ret == HX_OK ? in_state(&r, m, i, HX_STATE_PARAM) : ret;
+        ret = ret == HX_OK ? in_state(&r, m, i, HX_STATE_ADAM_M) : ret;
+        ret = ret == HX_OK ? in_state(&r, m, i, HX_STATE_ADAM_V) : ret;
     }
     if (ret == HX_OK && !in_trailer(&r, &ret) && ret == HX_OK) {
         ret = HX_ERR(HX_EFORMAT, "'%s' changed while it was being loaded; the model is "

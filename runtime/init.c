@@ -2,7 +2,10 @@
 /* runtime/init.c: start and stop StarPU with CPU workers and the chosen policy.
  * Order matters (design/starpu.md): OpenBLAS is held to one thread before any worker exists,
  * STARPU_SCHED is removed so it cannot silently replace the chosen policy, and the worker
- * count is validated before anything starts.  Test: tests/schedulers/registry.c. */
+ * count is validated before anything starts.  With opts.mpi, StarPU-MPI starts StarPU on the
+ * MPI that hx_mpi_init started (initialize_mpi = 0, so it neither initialises nor finalises
+ * MPI; starpu.md §5) with the same explicit worker count: left unset, StarPU-MPI would keep
+ * a core for its own thread.  Tests: tests/schedulers/registry.c, tests/mpi/collectives.c. */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <errno.h>
@@ -11,13 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
 #include <starpu.h>
+#include <starpu_mpi.h>
 
 #include "helix/error.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
 
-static int up;
+static int up, up_mpi;
 static char sched_name[64];
 
 void hx_runtime_opts_init(struct hx_runtime_opts *o)
@@ -128,12 +133,23 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     if (o->profiling) {
         starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
     }
-    ret = starpu_init(&conf);
-    if (ret != 0) {
-        return HX_ERR(HX_ERUNTIME, "starpu_init(ncpus=%d, sched=%s) failed: %s%s", workers,
-                      sched_name, strerror(-ret),
-                      ret == -ENODEV ? " (no worker could be started)" : "");
+    if (o->mpi) {
+        int inited = 0;
+        MPI_Initialized(&inited);
+        if (!inited) {
+            return HX_ERR(HX_EINVAL, "hx_runtime_init with opts.mpi = 1 before MPI is up: "
+                          "call hx_mpi_init first");
+        }
+        ret = starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, &conf);
+    } else {
+        ret = starpu_init(&conf);
     }
+    if (ret != 0) {
+        return HX_ERR(HX_ERUNTIME, "%s(ncpus=%d, sched=%s) failed: %s%s",
+                      o->mpi ? "starpu_mpi_init_conf" : "starpu_init", workers, sched_name,
+                      strerror(-ret), ret == -ENODEV ? " (no worker could be started)" : "");
+    }
+    up_mpi = o->mpi;
     if (o->profiling) {
         starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
     }
@@ -148,8 +164,13 @@ void hx_runtime_shutdown(void)
         return;
     }
     starpu_task_wait_for_all();
-    starpu_shutdown();
+    if (up_mpi) {
+        starpu_mpi_shutdown(); /* stops StarPU too; MPI stays up for hx_mpi_finalize */
+    } else {
+        starpu_shutdown();
+    }
     up = 0;
+    up_mpi = 0;
 }
 
 int hx_runtime_is_up(void)

@@ -127,25 +127,37 @@ int hx_llmc_peek(const char *path, struct hx_gpt_config *model)
     return HX_OK;
 }
 
-/* Reads tensor @p t's elements into buf, checks they are finite, and writes them to t. */
-static int load_tensor(FILE *f, const char *path, float *buf, hx_tensor_t t)
+static size_t param_numel(hx_gpt_t m, int i)
 {
-    size_t n = hx_tensor_numel(t);
-    if (fread(buf, sizeof(float), n, f) != n) {
-        return HX_ERR(HX_EIO, "reading %s (%zu floats) from '%s' failed: %s", t->name, n, path,
-                      ferror(f) ? strerror(errno) : "unexpected end of file");
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(buf[i])) {
-            return HX_ERR(HX_EFORMAT, "'%s': %s[%zu] is %f; the file is damaged, re-download "
-                          "it", path, t->name, i, (double)buf[i]);
-        }
-    }
-    return hx_tensor_write(t, buf);
+    int rows, cols;
+    hx_gpt_param_shape(m, i, &rows, &cols);
+    return (size_t)rows * (size_t)cols;
 }
 
+/* Reads parameter @p i (whole) into buf, checks it is finite, and keeps this rank's shard. */
+static int load_tensor(FILE *f, const char *path, float *buf, hx_gpt_t m, int i)
+{
+    size_t n = param_numel(m, i);
+    const char *name = hx_gpt_param_name(m, i);
+    if (fread(buf, sizeof(float), n, f) != n) {
+        return HX_ERR(HX_EIO, "reading %s (%zu floats) from '%s' failed: %s", name, n, path,
+                      ferror(f) ? strerror(errno) : "unexpected end of file");
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (!isfinite(buf[j])) {
+            return HX_ERR(HX_EFORMAT, "'%s': %s[%zu] is %f; the file is damaged, re-download "
+                          "it", path, name, j, (double)buf[j]);
+        }
+    }
+    return hx_gpt_scatter_state(m, i, HX_STATE_PARAM, buf);
+}
+
+/* Adam states start at zero (NULL: another rank of the OS group keeps them). */
 static int zero_tensor(hx_tensor_t t)
 {
+    if (t == NULL) {
+        return HX_OK;
+    }
     int ret = hx_tensor_begin_access(t, 'w');
     if (ret == HX_OK) {
         memset(t->data, 0, hx_tensor_bytes(t));
@@ -186,7 +198,7 @@ int hx_llmc_import(const char *path, hx_gpt_t m)
               "%zu parameters + %d padding rows of %zu, the file has %zu",
               hx_gpt_num_params(m), h.Vp - h.V, C, h.nfloats);
     for (int i = 0; i < np; i++) {
-        size_t n = hx_tensor_numel(hx_gpt_param(m, i));
+        size_t n = param_numel(m, i);
         biggest = n > biggest ? n : biggest;
     }
     float *buf = malloc(biggest * sizeof(float));
@@ -195,20 +207,20 @@ int hx_llmc_import(const char *path, hx_gpt_t m)
         return HX_ERR(HX_ENOMEM, "importing '%s': a buffer of %zu floats", path, biggest);
     }
     /* wte: the first V rows, then skip the padding rows V..Vp-1 */
-    ret = load_tensor(f, path, buf, hx_gpt_param(m, 0));
+    ret = load_tensor(f, path, buf, m, 0);
     if (ret == HX_OK && h.Vp > h.V &&
         fseek(f, (long)((size_t)(h.Vp - h.V) * C * sizeof(float)), SEEK_CUR) != 0) {
         ret = HX_ERR(HX_EIO, "seeking past the padded vocabulary in '%s': %s", path,
                      strerror(errno));
     }
-    ret = ret == HX_OK ? load_tensor(f, path, buf, hx_gpt_param(m, 1)) : ret;
+    ret = ret == HX_OK ? load_tensor(f, path, buf, m, 1) : ret;
     for (int k = 0; k < LLMC_KINDS && ret == HX_OK; k++) {
         for (int l = 0; l < h.L && ret == HX_OK; l++) {
-            ret = load_tensor(f, path, buf, hx_gpt_param(m, 2 + LLMC_KINDS * l + k));
+            ret = load_tensor(f, path, buf, m, 2 + LLMC_KINDS * l + k);
         }
     }
-    ret = ret == HX_OK ? load_tensor(f, path, buf, hx_gpt_param(m, np - 2)) : ret;
-    ret = ret == HX_OK ? load_tensor(f, path, buf, hx_gpt_param(m, np - 1)) : ret;
+    ret = ret == HX_OK ? load_tensor(f, path, buf, m, np - 2) : ret;
+    ret = ret == HX_OK ? load_tensor(f, path, buf, m, np - 1) : ret;
     free(buf);
     fclose(f);
     for (int i = 0; i < np && ret == HX_OK; i++) {

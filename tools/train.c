@@ -5,8 +5,13 @@
  * (seed, --load or --load-llmc), and per step take the next global batch in order, run it,
  * report; validate every --eval-interval, save every --save-interval.  SIGINT/SIGTERM finish
  * the step, save, and exit 0.  A resumed run continues bitwise as if never interrupted:
- * data cursor, step and optimizer state are all in the checkpoint. */
+ * data cursor, step and optimizer state are all in the checkpoint.
+ * Under mpirun every rank runs this same program: every rank reads the same data and takes
+ * its micro-batches of each global batch, checks the same input (only rank 0 prints), and
+ * the ranks agree after every step on whether a signal stops them; rank 0 reports, writes
+ * the JSON log and the checkpoint (gathered from every rank's shards). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,6 +118,8 @@ static int apply_checkpoint_args(struct flag_set *s, const struct hx_checkpoint_
 
 struct run {
     struct train_args a;
+    struct hx_mesh mesh;              /* this rank's place in the job (serial: 1 x 1 x 1) */
+    int mpi;                          /* launched by mpirun: MPI and StarPU-MPI are up */
     struct flag_set flags;
     struct hx_dataset all, train, val;
     struct hx_checkpoint_info info;   /* loaded (with --load), then the one we save */
@@ -120,6 +127,18 @@ struct run {
     struct progress *progress;
     int runtime_up;
 };
+
+/* A signal reaches the ranks at different moments: they stop after the same step, the
+ * first one any rank saw, or their collectives would wait for each other forever. */
+static int agreed_stop(struct run *r)
+{
+    int sig = (int)stop_signal;
+    if (r->mesh.world_size > 1) {
+        hx_comm_host_allreduce(HX_GROUP_WORLD, &sig, 1, HX_I32, HX_MAX);
+        stop_signal = sig;
+    }
+    return sig != 0;
+}
 
 static int evaluate(struct run *r, int step, double *val_loss)
 {
@@ -165,10 +184,11 @@ static int save(struct run *r, int64_t steps_done)
 }
 
 /* Everything that can be wrong with the input, before any work.  0, or 2 (reported). */
-static int prepare(struct run *r, int argc, char **argv)
+static int prepare(struct run *r, int world_size, int argc, char **argv)
 {
     struct train_args *a = &r->a;
     train_args_init(a, &r->flags);
+    a->world_size = world_size;
     int ret = train_args_parse(a, &r->flags, argc, argv);
     if (ret != 0) {
         return ret;
@@ -262,7 +282,7 @@ static int train(struct run *r)
     if (ret == HX_OK && first == 0 && r->val.ntokens > 0) {
         ret = evaluate(r, -1, &val); /* the starting point the later validation losses beat */
     }
-    for (; ret == HX_OK && step < a->iters && !stop_signal; step++) {
+    for (; ret == HX_OK && step < a->iters && !agreed_stop(r); step++) {
         struct hx_step_result res;
         hx_data_next_batch(&r->train, a->global_batch, a->seq_len, tok, tgt);
         double t0 = now_ms();
@@ -311,7 +331,10 @@ static int train(struct run *r)
             printf("done: %lld steps, loss %.4f -> %.4f\n", (long long)(step - first), first_loss,
                    last_loss);
         }
-        if (ret == HX_OK && a->sample_tokens > 0) {
+        if (ret == HX_OK && a->sample_tokens > 0 && r->mesh.tp > 1) {
+            printf("(no sample: the logits are split over %d tensor-parallel ranks)\n",
+                   r->mesh.tp);
+        } else if (ret == HX_OK && a->sample_tokens > 0) {
             printf("sample (%d tokens, temperature 0.8, top-k 40):\n", a->sample_tokens);
             ret = sample_generate(r->model, a->sample_prompt ? a->sample_prompt : "",
                                   a->sample_tokens, 0.8f, 40, (uint64_t)a->seed, stdout);
@@ -322,13 +345,83 @@ static int train(struct run *r)
     return ret;
 }
 
+/* Launched by mpirun?  Then every rank runs this same program on its shard. */
+static int launched_by_mpirun(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
+}
+
+/* Ranks other than 0 check the same input and fail the same way, but only rank 0 speaks:
+ * their stderr goes to /dev/null until the input is known good.  Returns the saved fd. */
+static int mute_stderr(int rank)
+{
+    if (rank == 0) {
+        return -1;
+    }
+    fflush(stderr);
+    int saved = dup(2), null = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && null >= 0) {
+        dup2(null, 2);
+    }
+    if (null >= 0) {
+        close(null);
+    }
+    return saved;
+}
+
+static void unmute_stderr(int saved)
+{
+    if (saved >= 0) {
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+    }
+}
+
+/* Memory this rank allocates, by what it holds, with AMSP's model-state formula. */
+static void print_memory(const struct run *r)
+{
+    struct hx_gpt_memory mem;
+    char mesh[256];
+    hx_gpt_memory(r->model, &mem);
+    hx_mesh_describe(&r->mesh, mesh, sizeof mesh);
+    double mb = 1.0 / (1 << 20), states = mem.params + mem.grads + mem.optim;
+    printf("mesh: %s\n"
+           "memory of rank 0: params %.2f MB, grads %.2f MB, optimizer %.2f MB (model states "
+           "%.2f MB; AMSP formula 4/s_p + 4/s_g + 8/s_os of %.2f MB), activations %.2f MB, "
+           "communication buffers %.2f MB, inputs %.2f MB\n",
+           mesh, mem.params * mb, mem.grads * mb, mem.optim * mb, states * mb,
+           mem.formula_model_state * mb, mem.activations * mb, mem.comm * mb,
+           mem.inputs * mb);
+}
+
 int cmd_train(int argc, char **argv)
 {
     static struct run r;
-    int ret = prepare(&r, argc, argv);
+    int rank = 0, size = 1, ret;
+    r.mpi = launched_by_mpirun();
+    if (r.mpi) {
+        if (hx_mpi_init(&argc, &argv) != HX_OK) {
+            return 1;
+        }
+        rank = hx_mpi_world_rank();
+        size = hx_mpi_world_size();
+    }
+    int muted = mute_stderr(rank);
+    ret = prepare(&r, size, argc, argv);
+    if (ret == 0) {
+        ret = train_args_mesh(&r.a, size, rank, rank != 0, &r.mesh);
+    }
+    unmute_stderr(muted);
     if (ret != 0) {
         flags_free(&r.flags);
+        if (r.mpi) {
+            hx_mpi_finalize();
+        }
         return ret == 1 ? 0 : ret;
+    }
+    if (rank != 0 && freopen("/dev/null", "w", stdout) == NULL) { /* rank 0 reports */
+        hx_warn("cannot silence stdout of rank %d", rank);
     }
     struct train_args *a = &r.a;
     struct hx_gpt_config c;
@@ -336,9 +429,12 @@ int cmd_train(int argc, char **argv)
     train_args_model(a, &c);
     train_args_optim(a, &o);
     struct progress_opts po = { .total_steps = a->iters, .log_interval = a->log_interval,
-                                .json_path = a->log_json, .force_bar = a->progress_bar,
+                                .json_path = rank == 0 ? a->log_json : NULL,
+                                .force_bar = rank == 0 ? a->progress_bar : 0,
                                 .first_step = a->load ? (int)r.info.state.step : 0 };
-    if (hx_gpt_build(&r.model, &c, &o) != HX_OK) {
+    struct hx_parallel_config par = { .mesh = &r.mesh, .ddp_bucket_size = a->ddp_bucket_size,
+                                      .serialize_grad_reduce = a->no_overlap_grad_reduce };
+    if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;
     }
@@ -355,7 +451,9 @@ int cmd_train(int argc, char **argv)
         }
     }
     /* measured before StarPU's workers start spinning on the cores */
-    po.peak_flops = progress_measure_sgemm_peak(a->workers > 0 ? a->workers : hx_ncores());
+    po.peak_flops = rank == 0 ? progress_measure_sgemm_peak(a->workers > 0 ? a->workers
+                                                                           : hx_ncores())
+                              : 0;
     if (progress_open(&r.progress, &po) != HX_OK) {
         ret = 2;
         goto out;
@@ -364,11 +462,17 @@ int cmd_train(int argc, char **argv)
     hx_runtime_opts_init(&ro);
     ro.workers = a->workers;
     ro.sched = a->sched;
+    ro.mpi = r.mpi;
     if ((ret = hx_runtime_init(&ro)) != HX_OK) {
         ret = ret == HX_EINVAL ? 2 : 1;
         goto out;
     }
     r.runtime_up = 1;
+    struct hx_comm_opts co = { .timeout = a->comm_timeout };
+    if (r.mpi && (ret = hx_comm_open(&r.mesh, &co)) != HX_OK) {
+        ret = 1;
+        goto out;
+    }
     ret = a->trace ? hx_trace_start() : HX_OK;
     ret = ret == HX_OK ? hx_gpt_realize(r.model) : ret;
     if (ret == HX_OK) {
@@ -389,6 +493,7 @@ int cmd_train(int argc, char **argv)
                hx_runtime_workers(), hx_runtime_sched_name(), po.peak_flops / 1e9,
                r.all.source, r.train.ntokens, r.val.ntokens, a->load ? "; resuming from " : "",
                a->load ? a->load : "");
+        print_memory(&r);
         fflush(stdout);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -409,9 +514,15 @@ int cmd_train(int argc, char **argv)
     ret = ret == HX_OK ? 0 : 1;
 out:
     progress_close(r.progress);
+    if (hx_comm_is_open()) {
+        hx_comm_close();
+    }
     hx_gpt_destroy(r.model);
     if (r.runtime_up) {
         hx_runtime_shutdown();
+    }
+    if (r.mpi) {
+        hx_mpi_finalize();
     }
     hx_data_free(&r.all);
     hx_data_free(&r.train);

@@ -27,6 +27,13 @@ struct train_args {
     /* run */
     const char *sched, *preset, *config, *log_json, *trace, *dump_dot;
     int workers, log_interval, tile_seqs, attn_block, progress_bar;
+    /* distribution over MPI ranks (Megatron's names); shard factors "N" or "AxB" (A ranks
+     * inside a node times B nodes) */
+    int tp, pp, dp, sequence_parallel, ranks_per_node, zero_stage, mics;
+    int world_size;                   /* ranks launched (set before parsing, not a flag) */
+    const char *shard_p, *shard_g, *shard_os;
+    int ddp_bucket_size, overlap_grad_reduce, no_overlap_grad_reduce;
+    float comm_timeout;
     /* the sample printed at the end */
     int sample_tokens;
     const char *sample_prompt;
@@ -41,6 +48,10 @@ int train_args_check(struct train_args *a);
 /* The model and optimizer configurations the settings describe. */
 void train_args_model(const struct train_args *a, struct hx_gpt_config *c);
 void train_args_optim(const struct train_args *a, struct hx_optim_config *o);
+/* The mesh the distribution flags ask for, for rank @p rank of @p size: 0 or 2 (reported;
+ * quiet: checked without a message, for ranks other than 0). */
+int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
+                    struct hx_mesh *mesh);
 /* Names of the flags that define the model's shape (must agree with a checkpoint). */
 extern const char *const train_model_flags[];
 /* Flags that are not stored in checkpoints (where and how a run happens, not what). */

@@ -4,6 +4,7 @@
  * `key = value` lines with the flag names; the command line wins over both.  Everything a flag
  * can check alone is checked here; cross-checks (data, checkpoint) come in train.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/train.h"
@@ -12,9 +13,16 @@ const char *const train_model_flags[] = { "num-layers", "hidden-size", "num-atte
                                           "max-position-embeddings", "vocab-size", NULL };
 const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "preset",
                                         "log-json", "trace", "dump-dot", "workers", "sched",
-                                        "progress-bar", "train-iters", NULL };
+                                        "progress-bar", "train-iters",
+                                        /* a checkpoint resumes on any mesh */
+                                        "tensor-model-parallel-size",
+                                        "pipeline-model-parallel-size", "data-parallel-size",
+                                        "sequence-parallel", "ranks-per-node", "shard-params",
+                                        "shard-grads", "shard-optim", "zero-stage", "mics",
+                                        "ddp-bucket-size", "overlap-grad-reduce",
+                                        "no-overlap-grad-reduce", "comm-timeout", NULL };
 
-static struct flag table[64];
+static struct flag table[96];
 static int ntable;
 
 struct preset {
@@ -46,6 +54,7 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     a->seed = 1234, a->split = "949,50,1", a->eval_interval = 100, a->eval_iters = 10;
     a->save_interval = 100, a->log_interval = 10, a->progress_bar = -1;
     a->sample_tokens = 200, a->sample_prompt = "The";
+    a->tp = 1, a->pp = 1, a->comm_timeout = 300;
     ntable = 0;
     /* model */
     F("num-layers", FLAG_INT, &a->layers, 1, 1024, "transformer layers");
@@ -58,7 +67,7 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     /* batch and optimizer */
     F("micro-batch-size", FLAG_INT, &a->micro_batch, 1, 65536, "sequences per micro-batch");
     F("global-batch-size", FLAG_INT, &a->global_batch, 0, 1 << 20,
-      "sequences per step, a multiple of the micro-batch (0: one micro-batch)");
+      "sequences per step, a multiple of the micro-batch (0: one per data-parallel rank)");
     F("train-iters", FLAG_INT, &a->iters, 1, 1 << 30, "training steps");
     F("lr", FLAG_FLOAT, &a->lr, 0, 10, "peak learning rate");
     F("min-lr", FLAG_FLOAT, &a->min_lr, 0, 10, "learning rate at the end of the decay");
@@ -98,6 +107,31 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("tile-seqs", FLAG_INT, &a->tile_seqs, 0, 65536, "sequences per row tile (0: 1)");
     F("attn-block", FLAG_INT, &a->attn_block, 0, 65536, "attention block (0: 64)");
     F("dump-dot", FLAG_STRING, &a->dump_dot, 0, 0, "write the step graph as Graphviz DOT");
+    /* distribution (under mpirun) */
+    F("tensor-model-parallel-size", FLAG_INT, &a->tp, 1, 1024,
+      "tensor-parallel ranks (Megatron 1D: heads, MLP and vocabulary split)");
+    F("pipeline-model-parallel-size", FLAG_INT, &a->pp, 1, 1024, "pipeline stages (1)");
+    F("data-parallel-size", FLAG_INT, &a->dp, 0, 1 << 20,
+      "data-parallel ranks (0: world / (tp x pp)); checked against the launch");
+    F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,
+      "shard LayerNorm and residual regions over the sequence within tp");
+    F("ranks-per-node", FLAG_INT, &a->ranks_per_node, 0, 1 << 20,
+      "consecutive ranks sharing a node (0: Open MPI's local size)");
+    F("shard-params", FLAG_STRING, &a->shard_p, 0, 0,
+      "AMSP s_p: ranks sharing each parameter, N or AxB (A per node x B nodes)");
+    F("shard-grads", FLAG_STRING, &a->shard_g, 0, 0, "AMSP s_g, as --shard-params");
+    F("shard-optim", FLAG_STRING, &a->shard_os, 0, 0, "AMSP s_os, as --shard-params");
+    F("zero-stage", FLAG_INT, &a->zero_stage, 0, 3,
+      "ZeRO preset: 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp");
+    F("mics", FLAG_BOOL, &a->mics, 0, 1, "MiCS preset: everything sharded within a node");
+    F("ddp-bucket-size", FLAG_INT, &a->ddp_bucket_size, 0, 2147483647,
+      "gradient elements per all-reduce bucket (0: max(40M, 1M x dp))");
+    F("overlap-grad-reduce", FLAG_BOOL, &a->overlap_grad_reduce, 0, 1,
+      "all-reduce each bucket as the backward completes it (the default)");
+    F("no-overlap-grad-reduce", FLAG_BOOL, &a->no_overlap_grad_reduce, 0, 1,
+      "every gradient collective after the whole backward (baseline)");
+    F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
+      "seconds without collective progress before every rank reports and exits (0: never)");
     F("sample-tokens", FLAG_INT, &a->sample_tokens, 0, 1 << 20,
       "tokens sampled after training (0: none)");
     F("sample-prompt", FLAG_STRING, &a->sample_prompt, 0, 0, "prompt of that sample");
@@ -120,8 +154,9 @@ int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **
 {
     static const char usage[] =
         "usage: helix train [flags]\n\n"
-        "Train a GPT-2 style model on one rank.  Settings come from, in increasing priority:\n"
-        "defaults, --preset, the checkpoint of --load, --config FILE, and the command line.";
+        "Train a GPT-2 style model, on one rank or under mpirun on a dp x tp mesh.  Settings\n"
+        "come from, in increasing priority: defaults, --preset, the checkpoint of --load,\n"
+        "--config FILE, and the command line.";
     int ret = flags_parse_argv(s, argc, argv, 2, usage);
     if (ret != 0) {
         return ret;
@@ -143,8 +178,10 @@ int train_args_check(struct train_args *a)
                 ds);
         return 2;
     }
-    if (a->global_batch == 0) {
-        a->global_batch = a->micro_batch;
+    if (a->global_batch == 0) { /* Megatron: one micro-batch per data-parallel rank */
+        int per_replica = a->tp * a->pp;
+        int dp = a->world_size % per_replica == 0 ? a->world_size / per_replica : 1;
+        a->global_batch = a->micro_batch * (dp > 0 ? dp : 1);
     }
     if (a->global_batch % a->micro_batch != 0) {
         fprintf(stderr, "helix: error: --global-batch-size %d is not a multiple of "
@@ -202,4 +239,66 @@ void train_args_optim(const struct train_args *a, struct hx_optim_config *o)
     o->beta1 = a->beta1;
     o->beta2 = a->beta2;
     o->eps = a->adam_eps;
+}
+
+/* "N" or "AxB" (A ranks inside a node times B nodes); 0 when absent.  0 ok, 2 bad. */
+static int parse_factor(const char *flag, const char *v, int *s, int *s0)
+{
+    *s = *s0 = 0;
+    if (v == NULL) {
+        return 0;
+    }
+    int a = 0, b = 0, n = 0;
+    if (sscanf(v, "%dx%d%n", &a, &b, &n) == 2 && v[n] == '\0' && a > 0 && b > 0) {
+        *s = a * b;
+        *s0 = a;
+        return 0;
+    }
+    if (sscanf(v, "%d%n", &a, &n) == 1 && v[n] == '\0' && a > 0) {
+        *s = a;
+        return 0;
+    }
+    fprintf(stderr, "helix: error: --%s '%s' is not a sharding factor; write N (ranks) or AxB "
+            "(A ranks inside a node times B nodes), e.g. 4 or 2x2\n", flag, v);
+    return 2;
+}
+
+int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
+                    struct hx_mesh *mesh)
+{
+    if (a->overlap_grad_reduce && a->no_overlap_grad_reduce) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --overlap-grad-reduce and --no-overlap-grad-reduce "
+                    "contradict each other; give one\n");
+        }
+        return 2;
+    }
+    struct hx_mesh_request r = {
+        .world_size = size, .world_rank = rank, .dp = a->dp, .tp = a->tp, .pp = a->pp,
+        .ranks_per_node = a->ranks_per_node, .sequence_parallel = a->sequence_parallel,
+        .zero_stage = a->zero_stage, .mics = a->mics, .num_heads = a->heads,
+        .hidden_size = a->hidden, .vocab_size = a->vocab, .num_layers = a->layers,
+        .seq_len = a->seq_len, .micro_batches = a->global_batch / a->micro_batch,
+    };
+    if (parse_factor("shard-params", a->shard_p, &r.shard_p, &r.shard_p0) != 0 ||
+        parse_factor("shard-grads", a->shard_g, &r.shard_g, &r.shard_g0) != 0 ||
+        parse_factor("shard-optim", a->shard_os, &r.shard_os, &r.shard_os0) != 0) {
+        return 2;
+    }
+    if (r.ranks_per_node == 0) { /* Open MPI tells each rank how many share its node */
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        r.ranks_per_node = local != NULL && atoi(local) > 0 && size % atoi(local) == 0
+                               ? atoi(local) : size;
+    }
+    if (hx_mesh_init(mesh, &r, quiet) != HX_OK) {
+        return 2;
+    }
+    if (mesh->pp > 1) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --pipeline-model-parallel-size %d: pipeline stages "
+                    "are not built yet; use data and tensor parallelism (pp 1)\n", mesh->pp);
+        }
+        return 2;
+    }
+    return 0;
 }

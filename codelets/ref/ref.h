@@ -53,6 +53,24 @@ void hx_ref_embed_fwd(double *out, const int *tokens, const double *wte, const d
 /* dwte[tokens[r]] += dout[r]; dwpe[r % T] += dout[r] */
 void hx_ref_embed_bwd(double *dwte, double *dwpe, const double *dout, const int *tokens, int N,
                       int T, int C);
+/* One vocabulary shard: wte (Vl,C) holds rows [v0, v0+Vl); a token outside it gives a zero
+ * row (fwd) or no dwte update (bwd); wpe / dwpe NULL: no position term */
+void hx_ref_embed_fwd_vp(double *out, const int *tokens, const double *wte, int v0, int Vl,
+                         const double *wpe, int N, int T, int C);
+void hx_ref_embed_bwd_vp(double *dwte, double *dwpe, const double *dout, const int *tokens,
+                         int v0, int Vl, int N, int T, int C);
+
+/* Vocabulary-parallel cross-entropy (Megatron) over the shard logits (N,Vl) holding columns
+ * [v0, v0+Vl): stats (N,2) = { log sum_j exp(logits[r][j]), logits[r][target - v0] if the
+ * target is in the shard else 0 }. */
+void hx_ref_xent_vp_stats(double *stats, const double *logits, const int *targets, int N, int Vl,
+                          int v0);
+/* From every shard's stats, all (parts*N, 2) with row t*N + r for shard t: lse[r] = log sum_t
+ * exp(all[t*N+r][0]), losses[r] = lse[r] - sum_t all[t*N+r][1]; dlogits (N,Vl) = scale
+ * (exp(logits - lse) - onehot(target - v0)) of this shard, unless NULL. */
+void hx_ref_xent_vp(double *losses, double *lse, double *dlogits, const double *logits,
+                    const int *targets, const double *all, int N, int Vl, int v0, int parts,
+                    double scale);
 
 /* out = a + b */
 void hx_ref_add(double *out, const double *a, const double *b, int n);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "helix/graph.h"
+#include "helix/mesh.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,6 +70,26 @@ struct hx_step_result {
     float lr;          /**< learning rate used by this step */
 };
 
+/** How one rank of a distributed run takes part (design/architecture.md §5). */
+struct hx_parallel_config {
+    const struct hx_mesh *mesh;  /**< this rank's mesh; NULL = the serial run */
+    long ddp_bucket_size;        /**< gradient elements per bucket; 0 = Megatron's default
+                                  *   max(40M, 1M x dp) */
+    int serialize_grad_reduce;   /**< 1: every gradient collective after the whole backward
+                                  *   (--no-overlap-grad-reduce, the baseline); 0: each bucket
+                                  *   as soon as the backward completed it */
+};
+
+/**
+ * Build the graph of one rank of a distributed training step.  The configuration describes
+ * the whole job: num_micro_batches is the global count, shared by the dp ranks (M/dp each);
+ * tensors are this rank's shards (tensor parallel, sequence parallel, AMSP factors) and the
+ * graph holds the collectives between them.  With @p p NULL or a serial mesh it is
+ * hx_gpt_build.  @return HX_OK, HX_EINVAL or HX_EUNSUPPORTED (message already printed).
+ */
+int hx_gpt_build_parallel(hx_gpt_t *m, const struct hx_gpt_config *c,
+                          const struct hx_optim_config *o, const struct hx_parallel_config *p);
+
 /**
  * Build the graph of one training step (no memory is allocated, StarPU is not needed).
  * @return HX_OK or HX_EINVAL (message already printed).
@@ -81,7 +102,7 @@ hx_graph_t hx_gpt_graph(hx_gpt_t m);
 const struct hx_gpt_config *hx_gpt_config_of(hx_gpt_t m);
 /** Number of parameter tensors and of parameter elements (wte counted once). */
 int hx_gpt_num_param_tensors(hx_gpt_t m);
-size_t hx_gpt_num_params(hx_gpt_t m);
+size_t hx_gpt_num_params(hx_gpt_t m);  /* of the whole (serial) model */
 /** Parameter i, its gradient and Adam moments, in the documented order. */
 hx_tensor_t hx_gpt_param(hx_gpt_t m, int i);
 hx_tensor_t hx_gpt_grad(hx_gpt_t m, int i);
@@ -98,7 +119,8 @@ int hx_gpt_realize(hx_gpt_t m);
 void hx_gpt_init_params(hx_gpt_t m, uint64_t seed);
 
 /**
- * Copy the step's tokens and targets (M*B*T int32 each, micro-batch major) into the graph.
+ * Copy the step's tokens and targets (M*B*T int32 each, micro-batch major, the whole global
+ * batch: a data-parallel rank takes its own M/dp micro-batches) into the graph.
  * Every id is checked against V first.  @return HX_OK or HX_EINVAL.
  */
 int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets);
@@ -121,6 +143,36 @@ int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r);
 int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, double *loss);
 /** After hx_gpt_eval: copy the logits (B*T, V) of that micro-batch to @p dst. */
 int hx_gpt_read_logits(hx_gpt_t m, float *dst);
+
+/** What a parameter's state means in hx_gpt_gather_state / hx_gpt_scatter_state. */
+enum hx_state_kind { HX_STATE_PARAM = 0, HX_STATE_ADAM_M = 1, HX_STATE_ADAM_V = 2 };
+
+/**
+ * The whole (unsharded) value of parameter @p i's state, (rows, cols) of the serial model,
+ * assembled from every rank's shards into @p dst on every rank.  Collective: every rank of
+ * the job calls it with the same arguments, between steps.  Serial runs just read.
+ */
+int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst);
+/** The inverse: every rank passes the whole value and keeps its shard (no communication). */
+int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *src);
+/** Rows and columns of parameter @p i in the serial model. */
+void hx_gpt_param_shape(hx_gpt_t m, int i, int *rows, int *cols);
+/** Name of parameter @p i ("h3.qkv_w"). */
+const char *hx_gpt_param_name(hx_gpt_t m, int i);
+/** The mesh the model was built for (the serial mesh for hx_gpt_build). */
+const struct hx_mesh *hx_gpt_mesh(hx_gpt_t m);
+
+/** Bytes this rank allocates, by role (memory accounting, printed at start). */
+struct hx_gpt_memory {
+    double params, grads, optim;   /**< model states this rank keeps */
+    double activations;            /**< forward activations and backward temporaries */
+    double comm;                   /**< gather buffers, per-micro-batch gradient buffers, tokens */
+    double inputs;                 /**< token and target tensors */
+    double formula_model_state;    /**< AMSP's model-state formula for the factors, fp32:
+                                    *   4 Phi/s_p + 4 Phi/s_g + 8 Phi/s_os, Phi = params of
+                                    *   this tensor-parallel rank */
+};
+void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem);
 
 /** Learning rate of 0-based step @p s: linear warmup, then the decay style down to min_lr
  *  at decay_iters (constant stays at lr). */

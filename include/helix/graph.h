@@ -33,7 +33,7 @@ enum hx_phase {
 enum hx_strand { HX_STRAND_NONE = -1, HX_STRAND_ALPHA = 0, HX_STRAND_BETA = 1 };
 enum hx_access { HX_R = 1, HX_W = 2, HX_RW = 3 };
 
-#define HX_NODE_MAXREFS 8
+#define HX_NODE_MAXREFS 16 /* a DDP bucket: token + 15 gradients */
 
 /** One tile of one tensor, as a node accesses it. */
 struct hx_ref {
@@ -67,12 +67,17 @@ struct hx_cursor {
     int priority;
 };
 
+#define HX_GRAPH_CHANNELS 16
+
 struct hx_graph {
     int ntensors, cap_tensors;
     struct hx_tensor **tensors;
     int nnodes, cap_nodes;
     struct hx_node *nodes;
     struct hx_cursor cur;
+    int coll_seq[HX_GRAPH_CHANNELS]; /**< collectives emitted so far per channel */
+    struct hx_tensor *tokens[HX_GRAPH_CHANNELS]; /**< channel tokens, created on first use */
+    int chan_lane[HX_GRAPH_CHANNELS]; /**< enum hx_lane of each channel (0: intra-node) */
 };
 
 typedef struct hx_graph *hx_graph_t;

@@ -19,11 +19,14 @@
 #define HELIX_HELIX_H
 
 #include "helix/checkpoint.h"
+#include "helix/collectives.h"
+#include "helix/comm.h"
 #include "helix/data.h"
 #include "helix/error.h"
 #include "helix/gpt.h"
 #include "helix/graph.h"
 #include "helix/layers.h"
+#include "helix/mesh.h"
 #include "helix/ops.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"

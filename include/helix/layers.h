@@ -61,6 +61,8 @@ void hx_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor
 
 /** out = a + b */
 void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b);
+/** acc += x (same shapes and tiling) */
+void hx_accumulate(hx_graph_t g, hx_tensor_t acc, hx_tensor_t x);
 
 /** losses (N,1) = cross-entropy of logits (N,V) against targets (N,1) i32; lse (N,1) kept */
 void hx_xent_fwd(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
@@ -88,6 +90,34 @@ void hx_fill(hx_graph_t g, hx_tensor_t t, float value);
  *  args->n is filled in; lr and t are set per step by the training loop. */
 void hx_adamw(hx_graph_t g, hx_tensor_t param, hx_tensor_t grad, hx_tensor_t m, hx_tensor_t v,
               hx_tensor_t gnorm_sumsq, const struct hx_adamw_args *args);
+
+/* ---- vocabulary parallel (Megatron; issue 5): rank t of tp holds the vocabulary rows
+ * [v0, v0 + Vl) of wte, so the tied LM head gives it the logits columns of its shard only,
+ * (N, Vl).  The shards' embeddings sum to the whole one (an all-reduce over tp); the loss
+ * needs only the per-row stats of every shard (an all-gather of (N,2) per shard). ---- */
+
+/** out = (v0 <= token < v0+Vl ? wte_shard[token - v0] : 0) [+ wpe[position] when add_pos]:
+ *  with add_pos on exactly one shard, the sum over shards is hx_embed_fwd's out, bit for
+ *  bit.  wte_shard (Vl,C); wpe is a buffer even without add_pos (replicated, not read).
+ *  A token outside [0, vocab_total) is reported when the task runs. */
+void hx_embed_fwd_vp(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte_shard,
+                     hx_tensor_t wpe, int T, int v0, int vocab_total, int add_pos);
+/** dwte_shard[token - v0] += dout for the shard's tokens; dwpe[position] += dout unless
+ *  dwpe_or_null is NULL.  The shards' dwte concatenate to hx_embed_bwd's, bit for bit. */
+void hx_embed_bwd_vp(hx_graph_t g, hx_tensor_t dwte_shard, hx_tensor_t dwpe_or_null,
+                     hx_tensor_t dout, hx_tensor_t tokens, int T, int v0, int vocab_total);
+/** stats (N,2) = per row of the logits shard (N,Vl) { its log-sum-exp, the target's logit if
+ *  v0 <= target < v0+Vl else 0 }; targets (N,1) i32 global ids; tiled as logits */
+void hx_xent_vp_stats(hx_graph_t g, hx_tensor_t stats, hx_tensor_t logits, hx_tensor_t targets,
+                      int v0);
+/** losses, lse (N,1) from all_stats, every shard's stats gathered rank-major per tile:
+ *  all_stats has parts*N rows in tiles of parts*tile_rows, rows t*n + r of tile i holding
+ *  shard t's stats of row r of logits tile i (n rows).  With grad, the logits shard becomes
+ *  scale (softmax - onehot) in place (its columns of hx_xent_fused's gradient); without, it
+ *  is only read. */
+void hx_xent_vp(hx_graph_t g, hx_tensor_t losses, hx_tensor_t lse, hx_tensor_t logits,
+                hx_tensor_t targets, hx_tensor_t all_stats, int v0, int parts, int grad,
+                float scale);
 
 #ifdef __cplusplus
 }

@@ -64,9 +64,10 @@ enum hx_op {
      * wpe (maxT,C) R, out (N,C) W */
     HX_OP_EMBED_FWD,
     /* dwte[token[r]] += dout[r], dwpe[r mod T] += dout[r], rows in order.
-     * buffers: dout R, tokens R, dwte RW, dwpe RW */
+     * buffers: dout R, tokens R, dwte RW, dwpe RW (absent with no_pos) */
     HX_OP_EMBED_BWD,
-    /* out = a + b (residual connection).  buffers: a R, b R, out W */
+    /* out = a + b (residual connection).  buffers: a R, b R, out W; or, accumulating (a
+     * gradient shard), x R, acc RW: acc += x */
     HX_OP_ADD,
     /* acc(1,1) f64 += sum(x) or sum(x^2) in double, elements in order.  buffers: x R, acc RW */
     HX_OP_REDUCE,
@@ -76,6 +77,41 @@ enum hx_op {
      * min(1, max_norm / (sqrt(gnorm_sumsq) + 1e-6)) is computed from the reduced squared norm.
      * buffers: param RW, grad R, m RW, v RW, gnorm_sumsq (1,1) f64 R */
     HX_OP_ADAMW,
+
+    /* ---- vocabulary-parallel embedding and loss (Megatron): rank t of tp holds vocabulary
+     * rows [v0, v0 + Vl) of wte; see struct hx_xent_vp_args and hx_embed_args.v0 ---- */
+    /* Per row of a logits tile (N,Vl) of one vocabulary shard: stats(N,2) = { log-sum-exp
+     * over the shard's columns, the target's logit if v0 <= target < v0+Vl else 0 }.
+     * buffers: logits R, targets (N,1) i32 R, stats (N,2) W */
+    HX_OP_XENT_VP_STATS,
+    /* The loss from every shard's stats, gathered rank-major per tile: all (parts*N, 2),
+     * rows t*N + n for shard t.  lse = log sum_t exp(all[t*N+n][0]), loss = lse -
+     * sum_t all[t*N+n][1]; with grad, logits := scale (softmax - onehot) of the shard.
+     * buffers: logits (N,Vl) RW (R without grad), targets R, all R, losses (N,1) W, lse W */
+    HX_OP_XENT_VP,
+
+    /* ---- collectives (kind COMM) over the channel's group (helix/comm.h, runtime/comm.c).
+     * Buffer 0 is always the channel's token (1,1) i32 RW: every collective of a channel
+     * takes it, so a channel's collectives start in submission order on every rank
+     * (architecture.md §3).  Element type: args.coll.dtype.  Uneven splits follow one rule:
+     * of `total` elements, group rank j holds count_j = total/p + (j < total%p) elements at
+     * offset sum_{i<j} count_i. ---- */
+    /* data := sum (or max) over the group, element-wise.  buffers: token, d1..dk RW; k > 1
+     * tensors travel as one packed message (a DDP bucket) */
+    HX_OP_ALLREDUCE,
+    /* out (total) = concatenation of every rank's in (count_j).  buffers: token, in R, out W */
+    HX_OP_ALLGATHER,
+    /* out (count_rank) = this rank's part of the sum of every rank's in (total); with
+     * accumulate, out += it.  buffers: token, in R, out W (RW with accumulate) */
+    HX_OP_REDUCE_SCATTER,
+    /* data := root's data.  buffers: token, d1..dk RW (packed as for ALLREDUCE) */
+    HX_OP_BROADCAST,
+    /* out block j (total/p elements) = rank j's in block rank.  buffers: token, in R, out W */
+    HX_OP_ALLTOALL,
+    /* point to point with group rank args.coll.peer.  SEND buffers: token, data R;
+     * RECV buffers: token, data W */
+    HX_OP_SEND,
+    HX_OP_RECV,
     HX_OP_COUNT
 };
 
@@ -101,7 +137,34 @@ struct hx_attention_args {
 };
 
 struct hx_embed_args {
-    int rows, T, C, V;    /**< rows = nseq*T of this tile */
+    int rows, T, C, V;    /**< rows = nseq*T of this tile; V rows of this wte (shard) */
+    int v0;               /**< first vocabulary id of the wte shard (0 unsharded): tokens
+                           *   outside [v0, v0+V) contribute zero rows */
+    int no_pos;           /**< 1: skip the position embedding (all but one tp rank); the
+                           *   backward then takes no dwpe buffer */
+    int vocab;            /**< global vocabulary: a token outside [0, vocab) is reported;
+                           *   0 means v0 + V (unsharded callers leave it 0) */
+};
+
+struct hx_xent_vp_args {
+    int rows, V;          /**< rows of the tile, columns of the logits shard */
+    int v0;               /**< first vocabulary id of the shard */
+    int parts;            /**< shards (tp) whose stats are gathered */
+    int grad;             /**< 1: turn the logits into scale (softmax - onehot) */
+    float scale;
+};
+
+/** Element-wise reduction of HX_OP_ALLREDUCE. */
+enum hx_reduce_op { HX_SUM = 0, HX_MAX = 1 };
+
+struct hx_coll_args {
+    int channel;          /**< enum hx_group_kind: the group, hence the communicator */
+    int seq;              /**< position among the channel's collectives in the graph (for
+                           *   diagnostics: the watchdog prints it) */
+    int dtype;            /**< enum hx_dtype of every data buffer */
+    int reduce;           /**< enum hx_reduce_op (ALLREDUCE, REDUCE_SCATTER) */
+    int peer;             /**< BROADCAST: root; SEND/RECV: the other rank (group ranks) */
+    int accumulate;       /**< REDUCE_SCATTER: out += result */
 };
 
 struct hx_adamw_args {
@@ -117,6 +180,8 @@ union hx_op_args {
     struct hx_attention_args attn;
     struct hx_embed_args emb;
     struct hx_adamw_args adamw;
+    struct hx_xent_vp_args xvp;
+    struct hx_coll_args coll;
 };
 
 /** Stable name of an op ("matmul", "layernorm_fwd", ...), used for tasks, traces and DOT. */

@@ -18,6 +18,9 @@ struct hx_runtime_opts {
     int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the cores (max 4) */
     const char *sched;  /**< policy (helix or StarPU); NULL = HX_SCHED, STARPU_SCHED, hx-prio */
     int profiling;      /**< enable StarPU task profiling (per-task start/end times) */
+    int mpi;            /**< start StarPU through StarPU-MPI (starpu_mpi_init_conf) on an
+                         *   MPI that hx_mpi_init already started; shutdown stops both
+                         *   StarPU-MPI and StarPU, never MPI */
 };
 
 /** Defaults: every field zero/NULL. */

@@ -32,6 +32,8 @@ enum hx_tensor_role {
     HX_ROLE_OPTIM,      /**< optimizer state (Adam moments) */
     HX_ROLE_INPUT,      /**< tokens and targets, written by the host before a step */
     HX_ROLE_SCALAR,     /**< small reduction results (loss sum, gradient norm) */
+    HX_ROLE_COMM,       /**< communication buffers: gathered parameters, a micro-batch's
+                         *   gradients before their reduction, gathered activations */
 };
 
 #define HX_NAME_MAX 48

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/* codelets/collective.c: the collectives of include/helix/ops.h (HX_OP_ALLREDUCE ..
+ * HX_OP_RECV) over MPI, on the communicator of the node's channel (runtime/comm.c).
+ * Buffer 0 is the channel token: it only orders, so it is never read.  Data tiles are
+ * contiguous (ld == cols) with the element type args.coll.dtype.  Of `total` elements, group
+ * rank j holds count_j = total/p + (j < total%p) at offset sum_{i<j} count_i.
+ *
+ * Each CPU function posts one non-blocking MPI call, adds an end-dependency to its own task
+ * and hands the request to the engine (runtime/comm_engine.c); the worker returns at once and
+ * the task ends when the progress thread has finished the op (unpacked a packed message,
+ * accumulated a reduce-scatter result).  A group of one rank completes here, without MPI.
+ * Collectives ignore hx_run_failed(): a rank that skipped one would leave its peers waiting
+ * until the watchdog, so after a failure they still run, on whatever data there is.
+ * Test: tests/mpi/collectives.c (every op on every channel of 1-, 2- and 4-rank meshes). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codelets/codelets.h"
+#include "runtime/comm_internal.h"
+
+/* One collective in flight.  `r` comes first: the engine hands it back to coll_done. */
+struct coll {
+    struct hx_coll_req r;
+    int dtype;
+    size_t esize;
+    void *scratch;                      /* packed message, or the result to accumulate */
+    int nunpack;                        /* packed tiles to copy back from scratch */
+    void *unpack[HX_NODE_MAXREFS];
+    long unpack_n[HX_NODE_MAXREFS];
+    void *acc;                          /* reduce-scatter with accumulate: acc += scratch */
+    long acc_n;
+    long recv_n;                        /* recv: elements expected (-1: no check) */
+    int *counts, *displs;               /* allgatherv, reduce_scatter */
+};
+
+/* Element pointer and count of data tile @p i, checked against the collective's dtype. */
+static void *tile(void *buffers[], int i, const struct coll *c, long *n)
+{
+    size_t es = STARPU_MATRIX_GET_ELEMSIZE(buffers[i]);
+    int rows = HX_BUF_ROWS(buffers, i), cols = HX_BUF_COLS(buffers, i);
+    HX_ASSERT(es == c->esize, "%s on channel %s seq %d: buffer %d has %zu-byte elements, "
+              "args.coll.dtype %d has %zu", c->r.op, hx_group_name(c->r.channel), c->r.seq, i,
+              es, c->dtype, c->esize);
+    HX_ASSERT(HX_BUF_LD(buffers, i) == cols || rows == 1, "%s: buffer %d is (%d,%d) with ld "
+              "%d; collectives move contiguous tiles", c->r.op, i, rows, cols,
+              HX_BUF_LD(buffers, i));
+    *n = (long)rows * cols;
+    return (void *)STARPU_MATRIX_GET_PTR(buffers[i]);
+}
+
+static void coll_free(struct coll *c)
+{
+    free(c->scratch);
+    free(c->counts);
+    free(c);
+}
+
+/* y += x, n elements of dtype */
+static void add_into(int dtype, void *y, const void *x, long n)
+{
+    if (dtype == HX_F32) {
+        float *a = y;
+        const float *b = x;
+        for (long i = 0; i < n; i++) {
+            a[i] += b[i];
+        }
+    } else if (dtype == HX_F64) {
+        double *a = y;
+        const double *b = x;
+        for (long i = 0; i < n; i++) {
+            a[i] += b[i];
+        }
+    } else {
+        int32_t *a = y;
+        const int32_t *b = x;
+        for (long i = 0; i < n; i++) {
+            a[i] += b[i];
+        }
+    }
+}
+
+/* Progress thread: MPI finished this collective. */
+static void coll_done(struct hx_coll_req *r, const MPI_Status *st, int ok)
+{
+    struct coll *c = (struct coll *)r;
+    if (ok) {
+        const char *p = c->scratch;
+        for (int i = 0; i < c->nunpack; i++) {
+            memcpy(c->unpack[i], p, (size_t)c->unpack_n[i] * c->esize);
+            p += (size_t)c->unpack_n[i] * c->esize;
+        }
+        if (c->acc != NULL) {
+            add_into(c->dtype, c->acc, c->scratch, c->acc_n);
+        }
+        int got = 0;
+        if (c->recv_n >= 0 && MPI_Get_count(st, hx_comm_mpi_type(c->dtype), &got) ==
+                                  MPI_SUCCESS && got != c->recv_n) {
+            HX_TASK_ERR(HX_EINVAL, "recv on channel %s seq %d: %d elements arrived, the tile "
+                        "holds %ld; the sender's tile must have the same size",
+                        hx_group_name(r->channel), r->seq, got, c->recv_n);
+        }
+    }
+    coll_free(c);
+}
+
+/* A context for @p node's collective on its channel, or NULL after a reported error. */
+static struct coll *coll_begin(const struct hx_node *node, MPI_Comm *comm,
+                               const struct hx_group **g)
+{
+    const struct hx_coll_args *a = &node->args.coll;
+    const char *op = hx_op_name(node->op);
+    if (hx_comm_channel(a->channel, op, comm, g) != HX_OK) {
+        return NULL;
+    }
+    if (hx_comm_mpi_type(a->dtype) == MPI_DATATYPE_NULL) {
+        HX_TASK_ERR(HX_EINVAL, "%s on channel %s seq %d: args.coll.dtype %d is not HX_F32, "
+                    "HX_I32 or HX_F64", op, hx_group_name(a->channel), a->seq, a->dtype);
+        return NULL;
+    }
+    struct coll *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        HX_TASK_ERR(HX_ENOMEM, "%s on channel %s seq %d: no memory for its state", op,
+                    hx_group_name(a->channel), a->seq);
+        return NULL;
+    }
+    c->r.task = starpu_task_get_current();
+    c->r.channel = a->channel;
+    c->r.seq = a->seq;
+    c->r.op = op;
+    c->r.done = coll_done;
+    c->r.started = hx_comm_count_start();
+    c->dtype = a->dtype;
+    c->esize = hx_dtype_size((enum hx_dtype)a->dtype);
+    c->recv_n = -1;
+    return c;
+}
+
+/* After MPI_I*: on success the task waits for the engine, else the error is reported. */
+static void coll_post(struct coll *c, int rc, const char *call)
+{
+    if (rc != MPI_SUCCESS) {
+        hx_comm_report(rc, &c->r, call);
+        coll_free(c);
+        return;
+    }
+    /* only now: the engine cannot release the task before it holds the request */
+    starpu_task_end_dep_add(c->r.task, 1);
+    hx_comm_post(&c->r);
+}
+
+/* Finished without MPI (a group of one rank). */
+static void coll_local(struct coll *c)
+{
+    hx_comm_local_done(c->r.bytes);
+    coll_free(c);
+}
+
+static int fits_int(struct coll *c, long n, const char *what)
+{
+    if (n > INT_MAX) {
+        HX_TASK_ERR(HX_EINVAL, "%s on channel %s seq %d: %s of %ld elements; one MPI call moves "
+                    "at most %d, use smaller tiles", c->r.op, hx_group_name(c->r.channel),
+                    c->r.seq, what, n, INT_MAX);
+        return 0;
+    }
+    return 1;
+}
+
+/* counts/displs of ops.h's split of @p total over @p p ranks */
+static int split_counts(struct coll *c, long total, int p)
+{
+    if (!fits_int(c, total, "a message")) {
+        return 0;
+    }
+    c->counts = malloc(sizeof *c->counts * (size_t)p * 2);
+    if (c->counts == NULL) {
+        HX_TASK_ERR(HX_ENOMEM, "%s: %d counts", c->r.op, p);
+        return 0;
+    }
+    c->displs = c->counts + p;
+    long off = 0;
+    for (int j = 0; j < p; j++) {
+        c->counts[j] = (int)(total / p + (j < total % p));
+        c->displs[j] = (int)off;
+        off += c->counts[j];
+    }
+    return 1;
+}
+
+/* Packs data buffers 1..nbuf-1 into one scratch message (a DDP bucket) or, for one buffer,
+ * uses the tile itself.  @p fill: copy the data in (all-reduce; the broadcast root). */
+static void *packed_message(void *buffers[], int nbuf, struct coll *c, long *count, int fill)
+{
+    long n = 0, total = 0;
+    void *ptr = NULL;
+    if (nbuf == 2) {
+        ptr = tile(buffers, 1, c, &n);
+        *count = n;
+        return ptr;
+    }
+    for (int i = 1; i < nbuf; i++) {
+        c->unpack[c->nunpack] = tile(buffers, i, c, &c->unpack_n[c->nunpack]);
+        total += c->unpack_n[c->nunpack++];
+    }
+    c->scratch = malloc((size_t)(total > 0 ? total : 1) * c->esize);
+    if (c->scratch == NULL) {
+        HX_TASK_ERR(HX_ENOMEM, "%s on channel %s seq %d: %ld-element packing buffer", c->r.op,
+                    hx_group_name(c->r.channel), c->r.seq, total);
+        return NULL;
+    }
+    char *p = c->scratch;
+    for (int i = 0; fill && i < c->nunpack; i++) {
+        memcpy(p, c->unpack[i], (size_t)c->unpack_n[i] * c->esize);
+        p += (size_t)c->unpack_n[i] * c->esize;
+    }
+    *count = total;
+    return c->scratch;
+}
+
+/* buffers: token, d1..dk RW.  d := sum (max) over the group. */
+static void allreduce_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long n = 0;
+    if (c == NULL) {
+        return;
+    }
+    if (g->size == 1) { /* the sum over one rank is the data */
+        for (int i = 1; i < node->nrefs; i++) {
+            (void)tile(buffers, i, c, &n);
+            c->r.bytes += (double)n * (double)c->esize;
+        }
+        coll_local(c);
+        return;
+    }
+    void *msg = packed_message(buffers, node->nrefs, c, &n, 1);
+    c->r.bytes = (double)n * (double)c->esize;
+    if (msg == NULL || !fits_int(c, n, "a packed message")) {
+        coll_free(c);
+        return;
+    }
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, msg, (int)n, hx_comm_mpi_type(c->dtype),
+                            hx_comm_mpi_op(node->args.coll.reduce), comm, &c->r.req);
+    coll_post(c, rc, "MPI_Iallreduce");
+}
+
+/* buffers: token, d1..dk RW.  d := the root's (args.coll.peer, a group rank). */
+static void broadcast_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long n = 0;
+    if (c == NULL) {
+        return;
+    }
+    int root = node->args.coll.peer;
+    if (root < 0 || root >= g->size) {
+        HX_TASK_ERR(HX_EINVAL, "broadcast on channel %s seq %d: root %d outside the group of "
+                    "%d ranks", hx_group_name(c->r.channel), c->r.seq, root, g->size);
+        coll_free(c);
+        return;
+    }
+    int is_root = g->rank == root;
+    if (g->size == 1) { /* the root's data is already everywhere */
+        coll_local(c);
+        return;
+    }
+    void *msg = packed_message(buffers, node->nrefs, c, &n, is_root);
+    c->r.bytes = is_root ? (double)n * (double)c->esize : 0;
+    if (msg == NULL || !fits_int(c, n, "a packed message")) {
+        coll_free(c);
+        return;
+    }
+    if (is_root) {
+        c->nunpack = 0; /* the root's tiles already hold the data */
+    }
+    int rc = MPI_Ibcast(msg, (int)n, hx_comm_mpi_type(c->dtype), root, comm, &c->r.req);
+    coll_post(c, rc, "MPI_Ibcast");
+}
+
+/* buffers: token, in (count_rank) R, out (total) W. */
+static void allgather_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long nin = 0, total = 0;
+    if (c == NULL) {
+        return;
+    }
+    void *in = tile(buffers, 1, c, &nin), *out = tile(buffers, 2, c, &total);
+    c->r.bytes = (double)nin * (double)c->esize;
+    if (!split_counts(c, total, g->size)) {
+        coll_free(c);
+        return;
+    }
+    if (nin != c->counts[g->rank]) {
+        HX_TASK_ERR(HX_EINVAL, "allgather on channel %s seq %d: group rank %d of %d holds %ld "
+                    "elements of the %ld gathered, but its share is %d (total/p + (rank < "
+                    "total%%p))", hx_group_name(c->r.channel), c->r.seq, g->rank, g->size, nin,
+                    total, c->counts[g->rank]);
+        coll_free(c);
+        return;
+    }
+    if (g->size == 1) {
+        memmove(out, in, (size_t)nin * c->esize);
+        coll_local(c);
+        return;
+    }
+    MPI_Datatype t = hx_comm_mpi_type(c->dtype);
+    int rc = MPI_Iallgatherv(in, (int)nin, t, out, c->counts, c->displs, t, comm, &c->r.req);
+    coll_post(c, rc, "MPI_Iallgatherv");
+}
+
+/* buffers: token, in (total) R, out (count_rank) W, or RW with accumulate (out += part). */
+static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long total = 0, nout = 0;
+    if (c == NULL) {
+        return;
+    }
+    void *in = tile(buffers, 1, c, &total), *out = tile(buffers, 2, c, &nout);
+    c->r.bytes = (double)total * (double)c->esize;
+    if (!split_counts(c, total, g->size)) {
+        coll_free(c);
+        return;
+    }
+    if (nout != c->counts[g->rank]) {
+        HX_TASK_ERR(HX_EINVAL, "reduce_scatter on channel %s seq %d: group rank %d of %d "
+                    "receives %ld elements of the %ld reduced, but its share is %d",
+                    hx_group_name(c->r.channel), c->r.seq, g->rank, g->size, nout, total,
+                    c->counts[g->rank]);
+        coll_free(c);
+        return;
+    }
+    void *dst = out;
+    if (node->args.coll.accumulate) {
+        c->scratch = malloc((size_t)(nout > 0 ? nout : 1) * c->esize);
+        if (c->scratch == NULL) {
+            HX_TASK_ERR(HX_ENOMEM, "reduce_scatter on channel %s seq %d: %ld-element result "
+                        "buffer", hx_group_name(c->r.channel), c->r.seq, nout);
+            coll_free(c);
+            return;
+        }
+        c->acc = out;
+        c->acc_n = nout;
+        dst = c->scratch;
+    }
+    if (g->size == 1) {
+        if (c->acc != NULL) {
+            add_into(c->dtype, out, in, nout);
+        } else {
+            memmove(out, in, (size_t)nout * c->esize);
+        }
+        coll_local(c);
+        return;
+    }
+    int rc = MPI_Ireduce_scatter(in, dst, c->counts, hx_comm_mpi_type(c->dtype),
+                                 hx_comm_mpi_op(node->args.coll.reduce), comm, &c->r.req);
+    coll_post(c, rc, "MPI_Ireduce_scatter");
+}
+
+/* buffers: token, in (total) R, out (total) W; block j of out = rank j's block `rank`. */
+static void alltoall_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long nin = 0, nout = 0;
+    if (c == NULL) {
+        return;
+    }
+    void *in = tile(buffers, 1, c, &nin), *out = tile(buffers, 2, c, &nout);
+    c->r.bytes = (double)nin * (double)c->esize;
+    if (nin != nout || nin % g->size != 0) {
+        HX_TASK_ERR(HX_EINVAL, "alltoall on channel %s seq %d: in has %ld elements and out "
+                    "%ld; both must be the same multiple of the group size %d",
+                    hx_group_name(c->r.channel), c->r.seq, nin, nout, g->size);
+        coll_free(c);
+        return;
+    }
+    if (!fits_int(c, nin, "a message")) {
+        coll_free(c);
+        return;
+    }
+    if (g->size == 1) {
+        memmove(out, in, (size_t)nin * c->esize);
+        coll_local(c);
+        return;
+    }
+    MPI_Datatype t = hx_comm_mpi_type(c->dtype);
+    int block = (int)(nin / g->size);
+    int rc = MPI_Ialltoall(in, block, t, out, block, t, comm, &c->r.req);
+    coll_post(c, rc, "MPI_Ialltoall");
+}
+
+/* SEND buffers: token, data R; RECV: token, data W.  Peer: args.coll.peer (group rank).
+ * Within a channel they behave like blocking MPI_Send/MPI_Recv (the token serialises them),
+ * so a graph pairs them in a deadlock-free order (one side sends first, the other receives
+ * first). */
+static void p2p(void *buffers[], const struct hx_node *node, int send)
+{
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long n = 0;
+    if (c == NULL) {
+        return;
+    }
+    void *data = tile(buffers, 1, c, &n);
+    int peer = node->args.coll.peer;
+    c->r.bytes = send ? (double)n * (double)c->esize : 0;
+    if (peer < 0 || peer >= g->size || peer == g->rank) {
+        HX_TASK_ERR(HX_EINVAL, "%s on channel %s seq %d: peer %d is not another rank of the "
+                    "group of %d (this is group rank %d)", c->r.op,
+                    hx_group_name(c->r.channel), c->r.seq, peer, g->size, g->rank);
+        coll_free(c);
+        return;
+    }
+    if (!fits_int(c, n, "a message")) {
+        coll_free(c);
+        return;
+    }
+    MPI_Datatype t = hx_comm_mpi_type(c->dtype);
+    int rc;
+    if (send) {
+        rc = MPI_Isend(data, (int)n, t, peer, 0, comm, &c->r.req);
+    } else {
+        c->recv_n = n;
+        rc = MPI_Irecv(data, (int)n, t, peer, 0, comm, &c->r.req);
+    }
+    coll_post(c, rc, send ? "MPI_Isend" : "MPI_Irecv");
+}
+
+static void send_cpu(void *buffers[], void *cl_arg)
+{
+    p2p(buffers, cl_arg, 1);
+}
+
+static void recv_cpu(void *buffers[], void *cl_arg)
+{
+    p2p(buffers, cl_arg, 0);
+}
+
+HX_CODELET(allreduce, "allreduce", allreduce_cpu);
+HX_CODELET(allgather, "allgather", allgather_cpu);
+HX_CODELET(reduce_scatter, "reduce_scatter", reduce_scatter_cpu);
+HX_CODELET(broadcast, "broadcast", broadcast_cpu);
+HX_CODELET(alltoall, "alltoall", alltoall_cpu);
+HX_CODELET(send, "send", send_cpu);
+HX_CODELET(recv, "recv", recv_cpu);

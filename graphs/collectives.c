@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* graphs/collectives.c: builders of collective nodes (include/helix/collectives.h).  Every
+ * node takes its channel's token first (RW), then its data, and is stamped kind COMM, the
+ * channel's lane and the channel's sequence number, which the watchdog prints.  Bytes count
+ * what this rank sends; flops stay 0 so planners see communication as time on a lane.
+ * Test: tests/mpi/collectives.c (through the engine), tests/mpi/gpt_parity.sh. */
+#include <stdio.h>
+
+#include "helix/collectives.h"
+#include "helix/error.h"
+#include "helix/mesh.h"
+
+void hx_collectives_set_lanes(hx_graph_t g, const int *lanes, int n)
+{
+    for (int i = 0; i < HX_GRAPH_CHANNELS; i++) {
+        g->chan_lane[i] = lanes != NULL && i < n ? lanes[i] : HX_LANE_COMM_INTRA;
+    }
+}
+
+static hx_tensor_t token(hx_graph_t g, int ch)
+{
+    HX_ASSERT(ch >= 0 && ch < HX_GRAPH_CHANNELS, "channel %d out of range", ch);
+    if (g->tokens[ch] == NULL) {
+        char name[HX_NAME_MAX];
+        snprintf(name, sizeof name, "chan.%s", hx_group_name((enum hx_group_kind)ch));
+        g->tokens[ch] = hx_graph_tensor(g, name, HX_I32, HX_ROLE_SCALAR, 1, 1, 0);
+    }
+    return g->tokens[ch];
+}
+
+/* Append a collective: token + @p n refs. */
+static void emit(hx_graph_t g, enum hx_op op, int ch, union hx_op_args *a, int n,
+                 const struct hx_ref *data, double bytes)
+{
+    struct hx_ref refs[HX_NODE_MAXREFS];
+    HX_ASSERT(n + 1 <= HX_NODE_MAXREFS, "%s on channel %s: %d buffers, at most %d",
+              hx_op_name(op), hx_group_name((enum hx_group_kind)ch), n, HX_NODE_MAXREFS - 1);
+    refs[0] = hx_ref_of(token(g, ch), 0, HX_RW);
+    for (int i = 0; i < n; i++) {
+        refs[i + 1] = data[i];
+    }
+    a->coll.channel = ch;
+    a->coll.seq = g->coll_seq[ch]++;
+    struct hx_node *node = hx_graph_add(g, op, a, n + 1, refs, 0.0, bytes);
+    node->kind = HX_KIND_COMM;
+    node->lane = g->chan_lane[ch] == HX_LANE_COMM_INTER ? HX_LANE_COMM_INTER : HX_LANE_COMM_INTRA;
+}
+
+static int same_dtype(int n, hx_tensor_t const *ts)
+{
+    for (int i = 1; i < n; i++) {
+        HX_ASSERT(ts[i]->dtype == ts[0]->dtype, "packed collective mixes %s and %s dtypes",
+                  ts[0]->name, ts[i]->name);
+    }
+    return ts[0]->dtype;
+}
+
+static void packed(hx_graph_t g, enum hx_op op, int ch, int n, hx_tensor_t const *ts,
+                   union hx_op_args *a)
+{
+    struct hx_ref data[HX_NODE_MAXREFS];
+    double bytes = 0;
+    HX_ASSERT(n >= 1, "empty collective");
+    for (int i = 0; i < n; i++) {
+        HX_ASSERT(ts[i]->ntiles == 1, "%s: %s has %d tiles; packed collectives take single-"
+                  "tile tensors", hx_op_name(op), ts[i]->name, ts[i]->ntiles);
+        data[i] = hx_ref_of(ts[i], 0, HX_RW);
+        bytes += (double)hx_tensor_bytes(ts[i]);
+    }
+    a->coll.dtype = same_dtype(n, ts);
+    emit(g, op, ch, a, n, data, bytes);
+}
+
+void hx_allreduce(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, enum hx_reduce_op op)
+{
+    union hx_op_args a = { .coll = { .reduce = op } };
+    packed(g, HX_OP_ALLREDUCE, ch, n, ts, &a);
+}
+
+void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root)
+{
+    union hx_op_args a = { .coll = { .peer = root } };
+    packed(g, HX_OP_BROADCAST, ch, n, ts, &a);
+}
+
+void hx_allreduce_tiles(hx_graph_t g, int ch, hx_tensor_t t)
+{
+    for (int i = 0; i < t->ntiles; i++) {
+        union hx_op_args a = { .coll = { .reduce = HX_SUM, .dtype = t->dtype } };
+        struct hx_ref r = hx_ref_of(t, i, HX_RW);
+        emit(g, HX_OP_ALLREDUCE, ch, &a, 1, &r,
+             (double)hx_tile_nrows(t, i) * t->cols * (double)hx_dtype_size(t->dtype));
+    }
+}
+
+/* full and shard: same tile count, shard tiles 1/p of the full ones; single-tile tensors
+ * (a parameter and its flat piece) may have any shapes, the caller sized the piece */
+static void check_split(hx_tensor_t full, hx_tensor_t shard)
+{
+    int tiled = full->ntiles > 1;
+    HX_ASSERT(full->ntiles == shard->ntiles && full->dtype == shard->dtype &&
+                  (!tiled || (full->cols == shard->cols && full->rows % shard->rows == 0)),
+              "%s (%d x %d, %d tiles) is not a tile-wise gather of %s (%d x %d, %d tiles)",
+              full->name, full->rows, full->cols, full->ntiles, shard->name, shard->rows,
+              shard->cols, shard->ntiles);
+}
+
+void hx_allgather_tiles(hx_graph_t g, int ch, hx_tensor_t full, hx_tensor_t shard)
+{
+    check_split(full, shard);
+    for (int i = 0; i < full->ntiles; i++) {
+        union hx_op_args a = { .coll = { .dtype = full->dtype } };
+        struct hx_ref r[2] = { hx_ref_of(shard, i, HX_R), hx_ref_of(full, i, HX_W) };
+        emit(g, HX_OP_ALLGATHER, ch, &a, 2, r,
+             (double)hx_tile_nrows(shard, i) * shard->cols * (double)hx_dtype_size(shard->dtype));
+    }
+}
+
+void hx_reduce_scatter_tiles(hx_graph_t g, int ch, hx_tensor_t shard, hx_tensor_t full,
+                             int accumulate)
+{
+    check_split(full, shard);
+    for (int i = 0; i < full->ntiles; i++) {
+        union hx_op_args a = { .coll = { .dtype = full->dtype, .reduce = HX_SUM,
+                                         .accumulate = accumulate } };
+        struct hx_ref r[2] = { hx_ref_of(full, i, HX_R),
+                               hx_ref_of(shard, i, accumulate ? HX_RW : HX_W) };
+        emit(g, HX_OP_REDUCE_SCATTER, ch, &a, 2, r,
+             (double)hx_tile_nrows(full, i) * full->cols * (double)hx_dtype_size(full->dtype));
+    }
+}

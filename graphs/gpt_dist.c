@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/* graphs/gpt_dist.c: the GPT step on one rank of a mesh (design/architecture.md §5,
+ * papers.md §4).  Three transforms, each a no-op when its size is 1:
+ *
+ * Tensor parallelism (Megatron 1D): qkv and fc are column-parallel (rows of W split, q|k|v
+ * each split so heads stay whole), proj and fcproj row-parallel (columns split, partial
+ * outputs summed, the bias added once by tp rank 0), wte split by vocabulary rows (the tied
+ * head gives a logits shard; the loss combines every shard's log-sum-exp).  Region
+ * boundaries: hx_gpt_tp_gather (Megatron's g: identity, or all-gather of sequence shards)
+ * and hx_gpt_tp_reduce (f: all-reduce, or reduce-scatter into sequence shards).
+ *
+ * Data parallelism with AMSP sharding inside the dp group (s_p <= s_g <= s_os):
+ *   s_p > 1: each rank keeps a flat piece of every tp-local parameter; layers gather theirs
+ *            into two alternating slots before use (one layer ahead) and reduce-scatter
+ *            their gradients into pieces after each micro-batch's backward.
+ *   s_g > s_p: a micro-batch's gradient pieces are all-reduced in the G group and only
+ *            their owner adds them to its accumulator (select and drop); the last
+ *            micro-batch adds the accumulator and all-reduces over the replica group.
+ *   s_g = s_p: pieces accumulate locally; the last micro-batch all-reduces them over the
+ *            replica group, in buckets, as the backward completes them (DDP).
+ *   s_os > s_p: only a piece's OS owner keeps Adam states and updates it, then broadcasts
+ *            the new values to its OS group.
+ * The norm sums each gradient element once in the world (OS owners; tp-replicated tensors
+ * on tp rank 0) and all-reduces the f64 square sum.
+ * Test: tests/mpi/gpt_parity.sh (every mesh against the serial run). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graphs/gpt_internal.h"
+#include "helix/collectives.h"
+#include "helix/error.h"
+#include "helix/layers.h"
+
+#define BUCKET_MAX (HX_NODE_MAXREFS - 1)
+
+/* Parameters of layer @p l (-1: wte, wpe, lnf_w, lnf_b) into @p ids; returns the count. */
+static int layer_params(const struct hx_gpt *m, int l, int *ids)
+{
+    if (l < 0) {
+        ids[0] = P_WTE;
+        ids[1] = P_WPE;
+        ids[2] = m->nparams - 2;
+        ids[3] = m->nparams - 1;
+        return 4;
+    }
+    for (int k = 0; k < P_PER_LAYER; k++) {
+        ids[k] = P_LAYER(l, k);
+    }
+    return P_PER_LAYER;
+}
+
+/* ---- layout ---- */
+
+static void tp_split(struct gpt_param_dist *d, int k, int is_wte, int tp)
+{
+    d->tp_dim = -1;
+    d->tp_blocks = 1;
+    if (tp > 1) {
+        if (is_wte || k == P_FC_W) {
+            d->tp_dim = 0;
+        } else if (k == P_QKV_W) {
+            d->tp_dim = 0, d->tp_blocks = 3;
+        } else if (k == P_QKV_B) {
+            d->tp_dim = 1, d->tp_blocks = 3;
+        } else if (k == P_FC_B || k == P_PROJ_W || k == P_FCPROJ_W) {
+            d->tp_dim = 1;
+        }
+    }
+    d->lrows = d->tp_dim == 0 ? d->rows / tp : d->rows;
+    d->lcols = d->tp_dim == 1 ? d->cols / tp : d->cols;
+}
+
+void hx_gpt_dist_layout(struct hx_gpt *m)
+{
+    const struct hx_gpt_config *c = &m->cfg;
+    const struct hx_mesh *ms = &m->mesh;
+    int C = c->hidden_size, L = c->num_layers;
+    /* per-layer shapes in units of C (0 rows: a (1, cols) vector), as in make_params */
+    static const int rows[P_PER_LAYER] = { 0, 0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0 };
+    static const int cols[P_PER_LAYER] = { 1, 1, 1, 3, 1, 1, 1, 1, 1, 4, 4, 1 };
+    m->pd = calloc((size_t)m->nparams, sizeof *m->pd);
+    HX_ASSERT(m->pd != NULL, "out of memory");
+    int p = ms->sp.s, j = ms->groups[HX_GROUP_SHARD_P].rank;
+    for (int i = 0; i < m->nparams; i++) {
+        struct gpt_param_dist *d = &m->pd[i];
+        d->layer = d->k = -1;
+        if (i == P_WTE || i == P_WPE) {
+            d->rows = i == P_WTE ? c->vocab_size : c->max_seq_len;
+            d->cols = C;
+        } else if (i >= 2 + L * P_PER_LAYER) {
+            d->rows = 1;
+            d->cols = C;
+        } else {
+            d->layer = (i - 2) / P_PER_LAYER;
+            d->k = (i - 2) % P_PER_LAYER;
+            d->rows = rows[d->k] ? rows[d->k] * C : 1;
+            d->cols = cols[d->k] * C;
+        }
+        tp_split(d, d->k, i == P_WTE, ms->tp);
+        long n = (long)d->lrows * d->lcols;
+        d->piece_cnt = n / p + (j < n % p);
+        d->piece_off = j * (n / p) + (j < n % p ? j : n % p);
+        int is_ln = d->k == P_LN1_W || d->k == P_LN1_B || d->k == P_LN2_W || d->k == P_LN2_B ||
+                    i >= m->nparams - 2;
+        d->sp_partial = ms->sequence_parallel && is_ln;
+    }
+    /* optimizer-state owners inside the OS group: whole pieces, largest first, each to the
+     * least loaded member (every member computes the same answer: same pieces, same order) */
+    int q = ms->groups[HX_GROUP_SHARD_OS].size, me = ms->groups[HX_GROUP_SHARD_OS].rank;
+    long *load = calloc((size_t)q, sizeof *load);
+    char *done = calloc((size_t)m->nparams, 1);
+    HX_ASSERT(load != NULL && done != NULL, "out of memory");
+    for (int step = 0; step < m->nparams; step++) {
+        int best = -1;
+        for (int i = 0; i < m->nparams; i++) {
+            if (!done[i] && (best < 0 || m->pd[i].piece_cnt > m->pd[best].piece_cnt)) {
+                best = i;
+            }
+        }
+        int owner = 0;
+        for (int r = 1; r < q; r++) {
+            owner = load[r] < load[owner] ? r : owner;
+        }
+        done[best] = 1;
+        load[owner] += m->pd[best].piece_cnt;
+        struct gpt_param_dist *d = &m->pd[best];
+        d->os_owner = owner;
+        d->owns_optim = owner == me;
+        d->owns_grad = ms->sg.s == ms->sp.s || d->owns_optim;
+    }
+    free(load);
+    free(done);
+}
+
+/* ---- tensors ---- */
+
+static hx_tensor_t comm_tensor(struct hx_gpt *m, const char *fmt, const char *name, int rows,
+                               int cols)
+{
+    char buf[HX_NAME_MAX + 16];
+    snprintf(buf, sizeof buf, fmt, name);
+    buf[HX_NAME_MAX - 1] = '\0';
+    return hx_graph_tensor(m->g, buf, HX_F32, HX_ROLE_COMM, rows, cols, 0);
+}
+
+static void queue_init(struct hx_gpt *m, struct gpt_grad_queue *q, int ch, int accumulate)
+{
+    q->ch = ch;
+    q->accumulate = accumulate;
+    q->ids = calloc((size_t)m->nparams, sizeof(int));
+    q->cuts = calloc((size_t)m->nparams + 1, sizeof(int));
+    HX_ASSERT(q->ids != NULL && q->cuts != NULL, "out of memory");
+}
+
+void hx_gpt_dist_tensors(struct hx_gpt *m)
+{
+    const struct hx_mesh *ms = &m->mesh;
+    int n = m->nparams, sharded = ms->sp.s > 1, per_mb = ms->sg.s > ms->sp.s;
+    m->pfull = calloc((size_t)n, sizeof(hx_tensor_t));
+    m->gfull = calloc((size_t)n, sizeof(hx_tensor_t));
+    m->mbg = calloc((size_t)n, sizeof(hx_tensor_t));
+    m->gfinal = calloc((size_t)n, sizeof(hx_tensor_t));
+    HX_ASSERT(m->pfull && m->gfull && m->mbg && m->gfinal, "out of memory");
+    /* two slots of gathered layer parameters and their gradients, by layer parity */
+    hx_tensor_t slot[2][P_PER_LAYER] = { { 0 } }, gslot[2][P_PER_LAYER] = { { 0 } };
+    for (int i = 0; i < n; i++) {
+        const struct gpt_param_dist *d = &m->pd[i];
+        const char *dot = strchr(m->params[i]->name, '.'); /* "h3.qkv_w": the slot's name */
+        const char *name = d->layer >= 0 && dot != NULL ? dot + 1 : m->params[i]->name;
+        if (per_mb) {
+            m->mbg[i] = comm_tensor(m, "%s.mbgrad", m->params[i]->name, m->params[i]->rows,
+                                    m->params[i]->cols);
+        }
+        if (!sharded) {
+            m->pfull[i] = m->params[i];
+            m->gfull[i] = per_mb ? m->mbg[i] : m->grads[i];
+        } else if (d->layer >= 0) {
+            int s = d->layer % 2;
+            if (slot[s][d->k] == NULL) {
+                char fmt[32];
+                snprintf(fmt, sizeof fmt, "slot%d.%%s", s);
+                slot[s][d->k] = comm_tensor(m, fmt, name, d->lrows, d->lcols);
+                snprintf(fmt, sizeof fmt, "gslot%d.%%s", s);
+                gslot[s][d->k] = comm_tensor(m, fmt, name, d->lrows, d->lcols);
+            }
+            m->pfull[i] = slot[s][d->k];
+            m->gfull[i] = gslot[s][d->k];
+        } else {
+            m->pfull[i] = comm_tensor(m, "gather.%s", name, d->lrows, d->lcols);
+            m->gfull[i] = comm_tensor(m, "gfull.%s", name, d->lrows, d->lcols);
+        }
+        m->gfinal[i] = per_mb ? m->mbg[i] : m->grads[i];
+    }
+    queue_init(m, &m->queue[0], HX_GROUP_REPLICA, 0);
+    queue_init(m, &m->queue[1], HX_GROUP_SHARD_G, 1);
+}
+
+/* ---- tensor-parallel region boundaries ---- */
+
+hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard)
+{
+    if (!m->mesh.sequence_parallel) {
+        return shard;
+    }
+    hx_allgather_tiles(m->g, HX_GROUP_TP, full, shard);
+    return full;
+}
+
+void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial)
+{
+    if (m->mesh.tp == 1) {
+        return;
+    }
+    if (m->mesh.sequence_parallel) {
+        hx_reduce_scatter_tiles(m->g, HX_GROUP_TP, shard, partial, 0);
+    } else {
+        HX_ASSERT(shard == partial, "without sequence parallelism %s and %s must alias",
+                  shard->name, partial->name);
+        hx_allreduce_tiles(m->g, HX_GROUP_TP, partial);
+    }
+}
+
+/* ---- parameter gathers (s_p > 1) ---- */
+
+void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
+{
+    if (m->mesh.sp.s == 1) {
+        return;
+    }
+    int ids[P_PER_LAYER];
+    int n = layer_params(m, layer, ids);
+    for (int q = 0; q < n; q++) {
+        hx_allgather_tiles(m->g, HX_GROUP_SHARD_P, m->pfull[ids[q]], m->params[ids[q]]);
+    }
+}
+
+/* ---- gradient buckets ---- */
+
+/* Gradient pieces queue up in the order the backward completes them and are cut into
+ * buckets of ddp_bucket_size elements or BUCKET_MAX tensors, each one packed all-reduce.
+ * Overlapped, a bucket is emitted as soon as it is cut, so it runs while the backward goes
+ * on; serialized (the baseline), every bucket is emitted after the backward.  The cut is
+ * the same either way, so both give bitwise the same gradients. */
+static long bucket_cap(const struct hx_gpt *m)
+{
+    long cap = m->par.ddp_bucket_size;
+    long dflt = 1000000L * m->mesh.dp;
+    return cap > 0 ? cap : (dflt > 40000000L ? dflt : 40000000L);
+}
+
+/* Emit queue entries [from, to) as one all-reduce; owners of a G-group bucket then add the
+ * sum to their accumulator (select), the other members drop it. */
+static void bucket_emit(struct hx_gpt *m, struct gpt_grad_queue *q, int from, int to)
+{
+    hx_tensor_t ts[BUCKET_MAX] = { NULL };
+    int per_mb = m->mesh.sg.s > m->mesh.sp.s;
+    HX_ASSERT(to > from && to - from <= BUCKET_MAX, "bucket [%d, %d)", from, to);
+    for (int k = from; k < to; k++) {
+        ts[k - from] = per_mb ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
+    }
+    hx_allreduce(m->g, q->ch, to - from, ts, HX_SUM);
+    for (int k = from; k < to && q->accumulate; k++) {
+        int i = q->ids[k];
+        if (m->pd[i].owns_grad) {
+            hx_accumulate(m->g, m->grads[i], m->mbg[i]);
+        }
+    }
+}
+
+static void queue_add(struct hx_gpt *m, struct gpt_grad_queue *q, int i)
+{
+    q->ids[q->n++] = i;
+    q->open_elems += m->pd[i].piece_cnt;
+    if (q->n - q->open == BUCKET_MAX || q->open_elems >= bucket_cap(m)) {
+        q->cuts[q->ncuts++] = q->n;
+        if (!m->par.serialize_grad_reduce) {
+            bucket_emit(m, q, q->open, q->n);
+            q->emitted = q->n;
+        }
+        q->open = q->n;
+        q->open_elems = 0;
+    }
+}
+
+/* Emit what is still queued (all buckets when serialized) and empty the queue. */
+static void queue_flush(struct hx_gpt *m, struct gpt_grad_queue *q)
+{
+    for (int c = 0; c < q->ncuts; c++) {
+        int from = c == 0 ? 0 : q->cuts[c - 1];
+        if (from >= q->emitted) {
+            bucket_emit(m, q, from, q->cuts[c]);
+        }
+    }
+    if (q->n > q->open) {
+        bucket_emit(m, q, q->open, q->n);
+    }
+    q->n = q->open = q->ncuts = q->emitted = 0;
+    q->open_elems = 0;
+}
+
+void hx_gpt_dist_free(struct hx_gpt *m)
+{
+    for (int k = 0; k < 2; k++) {
+        free(m->queue[k].ids);
+        free(m->queue[k].cuts);
+    }
+    free(m->pd);
+    free(m->pfull);
+    free(m->gfull);
+    free(m->mbg);
+    free(m->gfinal);
+}
+
+void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
+{
+    const struct hx_mesh *ms = &m->mesh;
+    (void)mb;
+    /* the layer below's parameters, one layer ahead: the last two layers are still in their
+     * slots from the forward */
+    if (ms->sp.s > 1 && layer >= 1 && layer - 1 <= m->cfg.num_layers - 3) {
+        hx_gpt_dist_gather_params(m, layer - 1);
+    }
+    int ids[P_PER_LAYER];
+    int n = layer_params(m, layer, ids);
+    for (int q = 0; q < n; q++) {
+        if (m->gfull[ids[q]] != m->grads[ids[q]]) { /* a per-micro-batch buffer */
+            hx_fill(m->g, m->gfull[ids[q]], 0.0f);
+        }
+    }
+}
+
+void hx_gpt_dist_grads_done(struct hx_gpt *m, int layer, int mb)
+{
+    const struct hx_mesh *ms = &m->mesh;
+    int last = mb == m->Ml - 1, per_mb = ms->sg.s > ms->sp.s;
+    int ids[P_PER_LAYER];
+    int n = layer_params(m, layer, ids);
+    for (int q = 0; q < n; q++) {
+        int i = ids[q];
+        if (ms->sp.s > 1) { /* the micro-batch's full gradient into this rank's piece */
+            hx_tensor_t dst = per_mb ? m->mbg[i] : m->grads[i];
+            hx_reduce_scatter_tiles(m->g, HX_GROUP_SHARD_P, dst, m->gfull[i], !per_mb);
+        }
+        if (per_mb && !last) {
+            queue_add(m, &m->queue[1], i);
+        } else if (last) {
+            if (per_mb && m->Ml > 1 && m->pd[i].owns_grad) {
+                hx_accumulate(m->g, m->mbg[i], m->grads[i]);
+            }
+            if (ms->groups[HX_GROUP_REPLICA].size > 1) {
+                queue_add(m, &m->queue[0], i);
+            }
+        }
+    }
+    if (layer < 0) { /* the micro-batch's backward is complete */
+        queue_flush(m, &m->queue[1]);
+    }
+}
+
+void hx_gpt_dist_after_backward(struct hx_gpt *m)
+{
+    const struct hx_mesh *ms = &m->mesh;
+    queue_flush(m, &m->queue[0]);
+    /* LayerNorm gradients of sequence shards are partial over tp: sum them (the tp peers
+     * own the same pieces) */
+    hx_tensor_t ts[BUCKET_MAX];
+    int n = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        if (m->pd[i].sp_partial && m->pd[i].owns_optim) {
+            ts[n++] = m->gfinal[i];
+            if (n == BUCKET_MAX) {
+                hx_allreduce(m->g, HX_GROUP_TP, n, ts, HX_SUM);
+                n = 0;
+            }
+        }
+    }
+    if (n > 0) {
+        hx_allreduce(m->g, HX_GROUP_TP, n, ts, HX_SUM);
+    }
+    if (ms->dp > 1) {
+        hx_allreduce(m->g, HX_GROUP_DP, 1, &m->loss_sum, HX_SUM);
+    }
+}
+
+/* Each gradient element once in the job: by its piece's OS owner in the first OS group of
+ * the replica group (the others hold copies), and for tensors replicated over tp by tp
+ * rank 0. */
+int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i)
+{
+    const struct hx_mesh *ms = &m->mesh;
+    int first_os_group = ms->groups[HX_GROUP_REPLICA].rank < ms->groups[HX_GROUP_SHARD_OS].size;
+    return m->pd[i].owns_optim && first_os_group && (m->pd[i].tp_dim >= 0 || ms->tp_rank == 0);
+}
+
+void hx_gpt_dist_norm_reduce(struct hx_gpt *m)
+{
+    if (m->mesh.world_size > 1) {
+        hx_allreduce(m->g, HX_GROUP_WORLD, 1, &m->gnorm_sumsq, HX_SUM);
+    }
+}
+
+void hx_gpt_dist_after_adamw(struct hx_gpt *m)
+{
+    if (m->mesh.groups[HX_GROUP_SHARD_OS].size == 1) {
+        return;
+    }
+    /* runs of consecutive pieces with one owner travel as one packed broadcast */
+    hx_tensor_t ts[BUCKET_MAX];
+    int n = 0, root = -1;
+    for (int i = 0; i <= m->nparams; i++) {
+        int owner = i < m->nparams ? m->pd[i].os_owner : -1;
+        if (n > 0 && (owner != root || n == BUCKET_MAX)) {
+            hx_broadcast(m->g, HX_GROUP_SHARD_OS, n, ts, root);
+            n = 0;
+        }
+        if (i < m->nparams) {
+            root = owner;
+            ts[n++] = m->params[i];
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/collectives.h
+ * @brief Builders for collective nodes (ops.h: HX_OP_ALLREDUCE ... HX_OP_RECV).  Like the
+ *        layer builders they only append nodes; runtime/comm.c runs them over MPI.
+ *
+ * @p ch is the channel: an enum hx_group_kind of helix/mesh.h, whose communicator the node
+ * runs on.  Each channel has a token tensor in the graph ("chan.<ch>") that every collective
+ * of the channel takes first in RW, so a channel's collectives start in submission order on
+ * every rank.  Collective nodes are kind COMM on the channel's lane (intra- or inter-node,
+ * from hx_collectives_set_lanes) and carry their sequence number on the channel.
+ *
+ * "Tiles" variants run one collective per row tile, so a tile's collective starts as soon
+ * as its producer finished (overlap at tile granularity); the shard tensor has the same
+ * number of tiles as the full one with tile_rows / p rows (rank-major inside a tile).  With
+ * single-tile tensors they gather a parameter (rows, cols) from flat pieces (1, count_j)
+ * split by ops.h's rule.
+ */
+#ifndef HELIX_COLLECTIVES_H
+#define HELIX_COLLECTIVES_H
+
+#include "helix/graph.h"
+#include "helix/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Lane of each channel (HX_LANE_COMM_INTRA or _INTER), indexed by channel; NULL = intra.
+ *  Taken from the mesh by the model builder: a group inside one node is intra. */
+void hx_collectives_set_lanes(hx_graph_t g, const int *lanes, int n);
+
+/** All-reduce (sum or max) of @p n single-tile tensors in place, as one packed message. */
+void hx_allreduce(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, enum hx_reduce_op op);
+/** All-reduce of every row tile of @p t, one collective per tile. */
+void hx_allreduce_tiles(hx_graph_t g, int ch, hx_tensor_t t);
+/** full (rows, C) = concatenation of every rank's shard, tile by tile. */
+void hx_allgather_tiles(hx_graph_t g, int ch, hx_tensor_t full, hx_tensor_t shard);
+/** shard (+)= this rank's part of the sum of every rank's full, tile by tile. */
+void hx_reduce_scatter_tiles(hx_graph_t g, int ch, hx_tensor_t shard, hx_tensor_t full,
+                             int accumulate);
+/** Root's @p n single-tile tensors to every rank, as one packed message. */
+void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_COLLECTIVES_H */

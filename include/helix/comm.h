@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file helix/comm.h
+ * @brief MPI and StarPU-MPI lifecycle and the collective engine (architecture.md §3,
+ *        design/starpu.md §5).
+ *
+ * Lifecycle: hx_mpi_init asks for MPI_THREAD_MULTIPLE (collective codelets call MPI from
+ * worker threads while StarPU-MPI's own thread runs) and refuses a lower level; then
+ * hx_runtime_init with opts.mpi = 1 starts StarPU through starpu_mpi_init_conf without
+ * letting it initialise or finalise MPI.
+ *
+ * Channels: hx_comm_open gives every group of the mesh (helix/mesh.h) its own communicator,
+ * split from a duplicate of MPI_COMM_WORLD, so user collectives never share StarPU-MPI's
+ * communicator and groups never share one another's.  A collective node names its channel
+ * (enum hx_group_kind) and takes the channel's token tensor in RW as buffer 0, so every rank
+ * starts a channel's collectives in the same order.
+ *
+ * Completion is asynchronous: a collective codelet posts the non-blocking MPI call, adds an
+ * end-dependency to its own task and returns, so the worker keeps computing; the engine's
+ * progress thread tests the requests and releases the task when its request completes.
+ *
+ * Watchdog: when a posted collective has not completed and no collective has completed for
+ * `timeout` seconds, the progress thread prints on every waiting rank
+ *   helix: error: [rank R] no collective progress for T s (--comm-timeout): waiting on
+ *   channel dp seq 17 (#35 started here): allreduce of 4096 bytes with world ranks 0,2 ...
+ * and ends the process with exit status 3, so a lost rank never hangs the job.
+ */
+#ifndef HELIX_COMM_H
+#define HELIX_COMM_H
+
+#include "helix/mesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Exit status of a process the watchdog ended. */
+#define HX_EXIT_COMM_TIMEOUT 3
+
+/**
+ * Initialise MPI with MPI_THREAD_MULTIPLE (a no-op when already initialised by us).  Works
+ * without mpirun (a world of one).  @return HX_OK or HX_ERUNTIME when the library grants
+ * less than MPI_THREAD_MULTIPLE (message names the level and the fix).
+ */
+int hx_mpi_init(int *argc, char ***argv);
+/** Finalise MPI if hx_mpi_init started it. */
+void hx_mpi_finalize(void);
+/** World size and rank (1 and 0 before hx_mpi_init). */
+int hx_mpi_world_size(void);
+int hx_mpi_world_rank(void);
+/** Ranks on this node as the launcher reports them (OMPI_COMM_WORLD_LOCAL_SIZE), else 0. */
+int hx_mpi_local_size(void);
+/** Abort every rank of the job (after a rank-local failure that peers cannot see). */
+void hx_mpi_abort(int status);
+
+struct hx_comm_opts {
+    double timeout;   /**< watchdog seconds (--comm-timeout); <= 0 disables it */
+};
+
+/**
+ * Create the communicators of @p mesh (collective over MPI_COMM_WORLD: every rank calls it
+ * with the same mesh shape) and start the progress thread.  @note after hx_mpi_init.
+ */
+int hx_comm_open(const struct hx_mesh *mesh, const struct hx_comm_opts *o);
+/** Wait for pending collectives, stop the progress thread, free the communicators. */
+void hx_comm_close(void);
+/** Nonzero between hx_comm_open and hx_comm_close. */
+int hx_comm_is_open(void);
+/** The mesh given to hx_comm_open (NULL when closed). */
+const struct hx_mesh *hx_comm_mesh(void);
+
+/** Counters since hx_comm_open (benchmarks and tests). */
+struct hx_comm_stats {
+    long collectives;     /**< completed collective tasks */
+    double bytes;         /**< bytes this rank contributed */
+    double busy_s;        /**< summed post-to-completion seconds */
+};
+void hx_comm_get_stats(struct hx_comm_stats *s);
+
+/**
+ * Blocking helpers for the host thread between steps (checkpoints, parity checks), on the
+ * channel's communicator but outside the task graph: call only when no task is in flight.
+ * dtype: enum hx_dtype.  Allgatherv: every rank of the group receives every rank's
+ * @p send_bytes (recv_bytes[j] from group rank j) concatenated in group-rank order.
+ */
+int hx_comm_host_allreduce(enum hx_group_kind ch, void *buf, long count, int dtype, int reduce);
+int hx_comm_host_bcast(enum hx_group_kind ch, void *buf, long bytes, int root);
+int hx_comm_host_allgatherv(enum hx_group_kind ch, const void *send, long send_bytes,
+                            void *recv, const long *recv_bytes);
+int hx_comm_host_barrier(enum hx_group_kind ch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HELIX_COMM_H */

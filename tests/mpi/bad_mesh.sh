@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/bad_mesh.sh: a mesh that cannot work is refused before any work: exit status 2,
+# exactly one "helix: error:" line (rank 0 speaks for all), naming the numbers, and no step.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+plan 24
+M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --train-iters 2
+ --micro-batch-size 2 --global-batch-size 8"
+
+# refused NP WORDS FLAGS...: 3 checks (NP 1 runs without mpirun)
+refused() {
+    np=$1 words=$2
+    shift 2
+    if [ "$np" -eq 1 ]; then
+        # shellcheck disable=SC2086
+        run "$HELIX" train $M "$@"
+    else
+        # shellcheck disable=SC2086
+        run hx_mpirun "$np" "$HELIX" train $M "$@"
+    fi
+    ok "np $np $*: exit status 2" 'rc_is 2'
+    ok "np $np $*: one error line naming '$words'" \
+       '[ "$(grep -c "helix: error:" "$ERR")" -eq 1 ] && err_has "$words"'
+    ok "np $np $*: no training step" '! out_has "^step"'
+}
+
+refused 3 "cannot form a mesh" --tensor-model-parallel-size 2
+refused 4 "does not divide --num-attention-heads 2" --tensor-model-parallel-size 4 \
+    --num-attention-heads 2
+refused 2 "dependency rule" --shard-params 2 --shard-grads 1
+refused 2 "exceeds --num-layers 1" --pipeline-model-parallel-size 2 --num-layers 1
+refused 2 "cannot share evenly" --micro-batch-size 2 --global-batch-size 6
+refused 1 "cannot form a mesh" --tensor-model-parallel-size 2
+refused 2 "give only one" --zero-stage 2 --shard-optim 2
+refused 2 "divisible by 2" --tensor-model-parallel-size 2 --sequence-parallel --seq-length 33
+finish

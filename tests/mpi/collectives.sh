@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/collectives.sh: tests/mpi/collectives.c in a world of 1 (no mpirun: a singleton
+# MPI), 2 and 4 ranks.  Each launch's TAP lines are renumbered into this one stream with an
+# "np N:" prefix, then one more line per launch says it exited 0 and ran its whole plan; the
+# plan comes last.  Ranks get one worker each (tests/mpi/lib.sh).
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/../cli/lib.sh"
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
+COLL=$HX_BUILDDIR/tests/mpi/collectives
+HX_MPI_TIMEOUT=120
+export HX_MPI_TIMEOUT
+n=0
+failed=0
+for np in 1 2 4; do
+    if [ "$np" -eq 1 ]; then
+        run "$COLL"
+    else
+        run hx_mpirun "$np" "$COLL"
+    fi
+    planned=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$OUT" | head -n 1)
+    seen=0
+    while IFS= read -r line; do
+        case $line in
+        "ok "* | "not ok "*)
+            n=$((n + 1))
+            seen=$((seen + 1))
+            verdict=${line%% [0-9]*}
+            rest=${line#"$verdict" }
+            rest=${rest#*[0-9] }
+            rest=${rest#- }
+            [ "$verdict" = "not ok" ] && failed=$((failed + 1))
+            echo "$verdict $n - np $np: $rest"
+            ;;
+        "#"*) echo "$line" ;;
+        esac
+    done <"$OUT"
+    n=$((n + 1))
+    if [ "$RC" -eq 0 ] && [ -n "$planned" ] && [ "$seen" -eq "$planned" ]; then
+        echo "ok $n - np $np: the launch exits 0 after all $planned checks"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - np $np: the launch exits $RC after $seen of ${planned:-?} checks"
+        grep -v '^\[starpu' "$ERR" | tail -n 20 | diag
+    fi
+done
+echo "1..$n"
+[ "$failed" -eq 0 ]

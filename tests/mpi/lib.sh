@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+# tests/mpi/lib.sh: launching ranks on this machine for the MPI tests; source it after
+# tests/cli/lib.sh (which sets HX_BUILDDIR, STARPU_HOME and the TAP helpers).
+#
+#   hx_mpirun NP CMD [ARGS...]   mpirun -np NP CMD ARGS with the settings every test needs
+#
+# What it sets, and why (design/starpu.md §7):
+#   --oversubscribe      np 4 on 2 cores would fail with "not enough slots"
+#   --allow-run-as-root  only when run as root (CI containers)
+#   --bind-to none       StarPU binds its own threads; Open MPI's binding would fight it
+#   STARPU_NCPU          workers per rank: HX_MPI_NCPU, default 1 (idle workers spin, so
+#                        ranks x workers should not exceed the cores)
+#   STARPU_WORKERS_NOBIND=1  otherwise every rank binds its worker 0 to core 0
+#   OMPI_MCA_mpi_yield_when_idle=1  ranks waiting in MPI give their core away
+# stdin is /dev/null: under `timeout` mpirun is not in the terminal's foreground process
+# group, and reading the terminal to forward it to rank 0 would stop it (SIGTTIN).
+# HX_MPIRUN_FLAGS adds mpirun options (e.g. "--mca orte_enable_recovery 1"); HX_MPI_TIMEOUT
+# (default 300 s) bounds the whole launch so a hung job fails the test instead of hanging it.
+# shellcheck shell=sh
+
+hx_mpirun() {
+    hx_np=$1
+    shift
+    hx_root=
+    if [ "$(id -u)" -eq 0 ]; then
+        hx_root=--allow-run-as-root
+    fi
+    # shellcheck disable=SC2086  # HX_MPIRUN_FLAGS and the -x pair are lists of words
+    timeout -k 10 "${HX_MPI_TIMEOUT:-300}" \
+        mpirun -np "$hx_np" --oversubscribe --bind-to none $hx_root ${HX_MPIRUN_FLAGS:-} \
+        -x STARPU_NCPU="${HX_MPI_NCPU:-1}" -x STARPU_WORKERS_NOBIND=1 \
+        -x OMPI_MCA_mpi_yield_when_idle=1 ${STARPU_HOME:+-x STARPU_HOME} "$@" </dev/null
+}

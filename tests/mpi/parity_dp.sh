@@ -1,0 +1,16 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/parity_dp.sh: data parallelism over 2 and 4 ranks gives the serial run's losses
+# and parameters; bucketed overlap and the serialized baseline give bitwise the same losses
+# (the same buckets, only emitted at other points of the graph).
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/parity_lib.sh"
+plan 11
+parity_reference
+parity_check dp2 2 --ddp-bucket-size 20000
+parity_check dp4 4 --ranks-per-node 2 --ddp-bucket-size 20000
+parity_check dp2-serialized 2 --ddp-bucket-size 20000 --no-overlap-grad-reduce
+ok "dp2: overlapped and serialized gradient reduction agree bitwise" \
+   'python3 -c "import json,sys; l=lambda p:[r[\"loss\"] for r in map(json.loads,open(p)) if \"loss\" in r]; sys.exit(l(sys.argv[1])!=l(sys.argv[2]))" "$TMP/dp2.json" "$TMP/dp2-serialized.json"'
+finish

@@ -1,0 +1,120 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/watchdog.sh: a rank that dies or stops never hangs the job.  With --comm-timeout
+# 3 the survivors, waiting in a collective, print the watchdog line of include/helix/comm.h
+# (channel, seq, started count, op, bytes, world ranks) and exit with status 3.
+#
+# How mpirun (Open MPI 4.1) treats a lost rank decides who speaks:
+#  - a rank killed by a signal: mpirun itself aborts the job within about a second (SIGTERM,
+#    then SIGKILL after odls_base_sigkill_timeout = 1 s) before any watchdog could speak;
+#    that path is checked too (nothing hangs, the status is non-zero).  To see the survivors'
+#    own behaviour, as on a launcher that does not notice the death, the kill cases run with
+#    --mca orte_enable_recovery 1: mpirun then leaves the survivors alone (and exits 0, so
+#    each rank's status is recorded by a wrapper).
+#  - a stopped rank (SIGSTOP): mpirun notices nothing, the watchdog ends the survivors, and
+#    mpirun then aborts the job with their status 3, killing the stopped rank.
+# Cases: a control run; stop mid-graph; stop before a host barrier; kill mid-graph at np 4
+# (recovery); kill at np 2 (mpirun's abort); kill -9 of rank 1 of `helix train` mid-run.
+# The jobs are tests/mpi/lost_rank.c (rank 1 vanishes in its 6th producer, see there).
+# shellcheck disable=SC2016,SC2034,SC2317  # ok evals its single-quoted checks
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/../cli/lib.sh"
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
+plan 19
+LOST=$HX_BUILDDIR/tests/mpi/lost_rank
+LIMIT_MS=15000               # the launch, 3 s of watchdog and the teardown
+HX_MPI_TIMEOUT=60            # hx_mpirun's bound: a hang fails here instead of hanging make
+export HX_MPI_TIMEOUT
+RECOVER="--mca orte_enable_recovery 1 -x HX_RC_DIR"
+HX_RC_DIR=$TMP/rc
+export HX_RC_DIR
+WD="no collective progress for 3 s (--comm-timeout): waiting on channel"
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# timed NP CMD...: hx_mpirun NP CMD...; ELAPSED in ms
+timed() {
+    t0=$(now_ms)
+    run hx_mpirun "$@"
+    ELAPSED=$(($(now_ms) - t0))
+}
+
+# Each rank's exit status lands in $HX_RC_DIR/rc.RANK (mpirun's own status hides them
+# when recovery is on); rank_rc R prints it, or "none".
+per_rank() {
+    rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
+    # shellcheck disable=SC2016  # expanded by each rank's shell
+    timed "$1" sh -c '"$@"; echo $? >"$HX_RC_DIR/rc.$OMPI_COMM_WORLD_RANK"' \
+        sh "$LOST" --victim "$2" --timeout 3
+}
+rank_rc() { cat "$HX_RC_DIR/rc.$1" 2>/dev/null || echo none; }
+
+# 1: control, the same job with nobody lost: no false alarm at a 3 s timeout
+timed 2 "$LOST" --victim none --timeout 3
+ok "control: the job ends normally (status 0)" 'rc_is 0 && ! err_has "no collective progress"'
+
+# 2-5: rank 1 stops in a producer; rank 0 waits in the world's first all-reduce
+timed 2 "$LOST" --victim stop --timeout 3
+ok "stop mid-graph: the job exits non-zero (status $RC)" '! rc_is 0'
+FIRST="world seq 0 (#1 started here): allreduce of 16384 bytes with world ranks"
+ok "stop mid-graph: rank 0 names the collective it waits on" \
+    'err_has "\[rank 0\] $WD $FIRST 0,1$"'
+ok "stop mid-graph: the hint follows" \
+    'err_has "\[rank 0\] hint: a peer rank died or stopped; raise --comm-timeout"'
+ok "stop mid-graph: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
+
+# 6-8: rank 1 stops before a host barrier: host calls are watched too
+timed 2 "$LOST" --victim stop-host --timeout 3
+ok "stop before a host barrier: the job exits non-zero (status $RC)" '! rc_is 0'
+ok "stop before a host barrier: rank 0 names the host barrier" \
+    'err_has "\[rank 0\] $WD world seq 0 (#[0-9]* started here): host barrier of 0 bytes"'
+ok "stop before a host barrier: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
+
+# 9-12: rank 1 of 4 kills itself mid-graph; mpirun leaves the survivors alone (recovery)
+HX_MPIRUN_FLAGS=$RECOVER per_rank 4 kill
+ok "kill at np 4: ranks 0, 2, 3 exit with status 3 (got $(rank_rc 0) $(rank_rc 2) $(rank_rc 3))" \
+    '[ "$(rank_rc 0)$(rank_rc 2)$(rank_rc 3)" = 333 ]'
+ok "kill at np 4: rank 1 died of SIGKILL (status $(rank_rc 1))" '[ "$(rank_rc 1)" = 137 ]'
+survivors_speak() {
+    for r in 0 2 3; do
+        err_has "\[rank $r\] $WD $FIRST 0,1,2,3$" || return 1
+    done
+}
+ok "kill at np 4: every survivor prints the watchdog line" survivors_speak
+ok "kill at np 4: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
+
+# 13-14: the same kill under mpirun's defaults: mpirun aborts the job itself
+timed 2 "$LOST" --victim kill --timeout 3
+ok "kill at np 2, mpirun's defaults: mpirun aborts the job (status $RC)" \
+    '! rc_is 0 && err_has "exited on signal 9"'
+ok "kill at np 2, mpirun's defaults: over in ${ELAPSED} ms (< $LIMIT_MS)" \
+    '[ "$ELAPSED" -lt $LIMIT_MS ]'
+
+# 15-19: helix train, rank 1 killed from outside once steps run (recovery, statuses per rank)
+rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
+# shellcheck disable=SC2016  # expanded by each rank's shell
+WRAP='"$@" & p=$!; echo $p >"$HX_RC_DIR/pid.$OMPI_COMM_WORLD_RANK"; wait $p
+echo $? >"$HX_RC_DIR/rc.$OMPI_COMM_WORLD_RANK"'
+HX_MPIRUN_FLAGS=$RECOVER hx_mpirun 2 sh -c "$WRAP" sh "$HELIX" train --num-layers 2 \
+    --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 2 --global-batch-size 16 --train-iters 1000000 \
+    --log-interval 1 --progress-bar 0 --comm-timeout 3 >"$OUT" 2>"$ERR" &
+job=$!
+i=0
+while [ $i -lt 300 ] && ! grep -q "^step .* 20/" "$OUT" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
+ok "train: 20 steps ran at np 2 before the kill" 'out_has "^step .* 20/"'
+t0=$(now_ms)
+kill -9 "$(cat "$HX_RC_DIR/pid.1" 2>/dev/null)" 2>/dev/null
+wait $job
+ELAPSED=$(($(now_ms) - t0))
+LAST_CMD="helix train at np 2, rank 1 killed"
+ok "train: rank 0 exits with status 3 (got $(rank_rc 0)); rank 1 was killed ($(rank_rc 1))" \
+    '[ "$(rank_rc 0)" = 3 ] && [ "$(rank_rc 1)" = 137 ]'
+ANY="[a-z_]* seq [0-9]* (#[0-9]* started here): [a-z_ ]* of [0-9]* bytes with world ranks 0,1"
+ok "train: rank 0 prints the watchdog line" 'err_has "\[rank 0\] $WD $ANY$"'
+ok "train: rank 0 prints the hint" 'err_has "\[rank 0\] hint: a peer rank died or stopped"'
+ok "train: over ${ELAPSED} ms after the kill (< 10000)" '[ "$ELAPSED" -lt 10000 ]'
+finish
