@@ -284,6 +284,25 @@ static void broadcast_cpu(void *buffers[], void *cl_arg)
     coll_post(c, rc, "MPI_Ibcast");
 }
 
+/* Split @p total elements over the group (ops.h's rule) and check that this rank's piece
+ * holds its share; on failure reports, frees @p c and returns 0. */
+static int my_share(struct coll *c, const struct hx_group *g, long total, long mine)
+{
+    if (!split_counts(c, total, g->size)) {
+        coll_free(c);
+        return 0;
+    }
+    if (mine != c->counts[g->rank]) {
+        HX_TASK_ERR(HX_EINVAL, "%s on channel %s seq %d: group rank %d of %d holds %ld of the "
+                    "%ld elements, but its share is %d (total/p + (rank < total%%p))", c->r.op,
+                    hx_group_name(c->r.channel), c->r.seq, g->rank, g->size, mine, total,
+                    c->counts[g->rank]);
+        coll_free(c);
+        return 0;
+    }
+    return 1;
+}
+
 /* buffers: token, in (count_rank) R, out (total) W. */
 static void allgather_cpu(void *buffers[], void *cl_arg)
 {
@@ -297,16 +316,7 @@ static void allgather_cpu(void *buffers[], void *cl_arg)
     }
     void *in = tile(buffers, 1, c, &nin), *out = tile(buffers, 2, c, &total);
     c->r.bytes = (double)nin * (double)c->esize;
-    if (!split_counts(c, total, g->size)) {
-        coll_free(c);
-        return;
-    }
-    if (nin != c->counts[g->rank]) {
-        HX_TASK_ERR(HX_EINVAL, "allgather on channel %s seq %d: group rank %d of %d holds %ld "
-                    "elements of the %ld gathered, but its share is %d (total/p + (rank < "
-                    "total%%p))", hx_group_name(c->r.channel), c->r.seq, g->rank, g->size, nin,
-                    total, c->counts[g->rank]);
-        coll_free(c);
+    if (!my_share(c, g, total, nin)) {
         return;
     }
     if (g->size == 1) {
@@ -332,16 +342,7 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
     }
     void *in = tile(buffers, 1, c, &total), *out = tile(buffers, 2, c, &nout);
     c->r.bytes = (double)total * (double)c->esize;
-    if (!split_counts(c, total, g->size)) {
-        coll_free(c);
-        return;
-    }
-    if (nout != c->counts[g->rank]) {
-        HX_TASK_ERR(HX_EINVAL, "reduce_scatter on channel %s seq %d: group rank %d of %d "
-                    "receives %ld elements of the %ld reduced, but its share is %d",
-                    hx_group_name(c->r.channel), c->r.seq, g->rank, g->size, nout, total,
-                    c->counts[g->rank]);
-        coll_free(c);
+    if (!my_share(c, g, total, nout)) {
         return;
     }
     void *dst = out;
