@@ -6,10 +6,13 @@
  * workers: they pop only comm tasks and the others only compute tasks.  With K = 0 every worker
  * pops both, comm first.  `lock` guards both heaps and `seq`; pop runs with the worker's sched
  * mutex held.  Invariant: each pushed task is popped exactly once, so both heaps are empty at
- * deinit.  Tests: tests/schedulers/every_task_once.c, priority_order.c, comm_reservation.c. */
+ * deinit.  An idle worker backs off (idle_backoff) instead of spinning.
+ * Tests: tests/schedulers/every_task_once.c, priority_order.c, comm_reservation.c. */
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <starpu.h>
 
 #include "helix/error.h"
@@ -222,6 +225,23 @@ static int prio_push(struct starpu_task *task)
     return 0;
 }
 
+/* Debian's StarPU polls pop_task without pause, so an idle worker burns its core.  When
+ * ranks share cores (mpirun, several ranks per node) that core is what the progress thread,
+ * MPI's copies and the other ranks' workers need.  An idle worker yields for its first polls
+ * and then sleeps ~20 us per poll: a ready task waits at most that long for a worker that
+ * was idle for a while (tasks here take 0.1-10 ms), and no busy worker is ever slowed. */
+static __thread unsigned idle_polls;
+
+static void idle_backoff(void)
+{
+    if (++idle_polls <= 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
 static struct starpu_task *prio_pop(unsigned ctx)
 {
     struct prio_state *s = starpu_sched_ctx_get_policy_data(ctx);
@@ -232,8 +252,10 @@ static struct starpu_task *prio_pop(unsigned ctx)
      * next poll, and the sched mutex we hold keeps a blocking driver from missing a wake. */
     if ((!want_comm || __atomic_load_n(&s->comm.n, __ATOMIC_RELAXED) == 0) &&
         (!want_compute || __atomic_load_n(&s->compute.n, __ATOMIC_RELAXED) == 0)) {
+        idle_backoff();
         return NULL;
     }
+    idle_polls = 0;
     starpu_worker_relax_on();
     STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
     starpu_worker_relax_off();

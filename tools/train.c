@@ -503,10 +503,12 @@ int cmd_train(int argc, char **argv)
         ret = train(&r);
     }
     if (a->trace != NULL) {
-        int tret = hx_trace_write(a->trace);
+        char path[4096]; /* rank r > 0 of a distributed run: FILE.rank<r> beside rank 0's */
+        snprintf(path, sizeof path, rank == 0 ? "%s" : "%s.rank%d", a->trace, rank);
+        int tret = hx_trace_write(path);
         if (tret == HX_OK) {
             printf("trace: %ld tasks written to %s (open in ui.perfetto.dev)\n",
-                   hx_trace_count(), a->trace);
+                   hx_trace_count(), path);
         }
         ret = ret == HX_OK ? tret : ret;
         hx_trace_stop();

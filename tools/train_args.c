@@ -4,7 +4,6 @@
  * `key = value` lines with the flag names; the command line wins over both.  Everything a flag
  * can check alone is checked here; cross-checks (data, checkpoint) come in train.c. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tools/train.h"
@@ -286,9 +285,8 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
         return 2;
     }
     if (r.ranks_per_node == 0) { /* Open MPI tells each rank how many share its node */
-        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        r.ranks_per_node = local != NULL && atoi(local) > 0 && size % atoi(local) == 0
-                               ? atoi(local) : size;
+        int local = hx_mpi_local_size();
+        r.ranks_per_node = local > 0 && size % local == 0 ? local : size;
     }
     if (hx_mesh_init(mesh, &r, quiet) != HX_OK) {
         return 2;
