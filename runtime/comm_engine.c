@@ -142,6 +142,11 @@ static void finish(int i, const MPI_Status *st, int rc)
     struct starpu_task *task = r->task;
     double busy = now_s() - r->t_post, bytes = r->bytes;
     int ok = rc == MPI_SUCCESS;
+    if (getenv("HX_COMM_LOG") != NULL && task != NULL) {
+        fprintf(stderr, "commlog %s %s seq %d post %.4f done %.4f bytes %.0f starpu %.4f\n",
+                r->op, hx_group_name(r->channel), r->seq, r->t_post, now_s(), bytes,
+                starpu_timing_now() / 1e6);
+    }
     if (!ok) {
         hx_comm_report(rc, r, "completion");
     }
@@ -233,6 +238,7 @@ static void watchdog_fire(double idle)
 
 static void *progress_main(void *arg)
 {
+
     (void)arg;
     long poll_us = POLL_MIN_US;
     pthread_mutex_lock(&E.lock);

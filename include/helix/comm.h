@@ -24,6 +24,9 @@
  *   helix: error: [rank R] no collective progress for T s (--comm-timeout): waiting on
  *   channel dp seq 17 (#35 started here): allreduce of 4096 bytes with world ranks 0,2 ...
  * and ends the process with exit status 3, so a lost rank never hangs the job.
+ *
+ * HX_COMM_LOG=1 prints one line per completed collective task on stderr (op, channel, seq,
+ * post and completion times, bytes, StarPU's clock at completion), to line up with a trace.
  */
 #ifndef HELIX_COMM_H
 #define HELIX_COMM_H
