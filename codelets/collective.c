@@ -303,18 +303,32 @@ static int my_share(struct coll *c, const struct hx_group *g, long total, long m
     return 1;
 }
 
+/* The start of the collectives with one input and one output tile (buffers 1 and 2): the
+ * channel, and both tiles with their element counts; NULL when the channel is unusable
+ * (already reported). */
+static struct coll *begin_in_out(void *buffers[], const struct hx_node *node, MPI_Comm *comm,
+                                 const struct hx_group **g, void **in, long *nin, void **out,
+                                 long *nout)
+{
+    struct coll *c = coll_begin(node, comm, g);
+    if (c != NULL) {
+        *in = tile(buffers, 1, c, nin);
+        *out = tile(buffers, 2, c, nout);
+    }
+    return c;
+}
+
 /* buffers: token, in (count_rank) R, out (total) W. */
 static void allgather_cpu(void *buffers[], void *cl_arg)
 {
-    const struct hx_node *node = cl_arg;
     MPI_Comm comm;
     const struct hx_group *g;
-    struct coll *c = coll_begin(node, &comm, &g);
+    void *in, *out;
     long nin = 0, total = 0;
+    struct coll *c = begin_in_out(buffers, cl_arg, &comm, &g, &in, &nin, &out, &total);
     if (c == NULL) {
         return;
     }
-    void *in = tile(buffers, 1, c, &nin), *out = tile(buffers, 2, c, &total);
     c->r.bytes = (double)nin * (double)c->esize;
     if (!my_share(c, g, total, nin)) {
         return;
@@ -335,12 +349,12 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
     const struct hx_node *node = cl_arg;
     MPI_Comm comm;
     const struct hx_group *g;
-    struct coll *c = coll_begin(node, &comm, &g);
+    void *in, *out;
     long total = 0, nout = 0;
+    struct coll *c = begin_in_out(buffers, cl_arg, &comm, &g, &in, &total, &out, &nout);
     if (c == NULL) {
         return;
     }
-    void *in = tile(buffers, 1, c, &total), *out = tile(buffers, 2, c, &nout);
     c->r.bytes = (double)total * (double)c->esize;
     if (!my_share(c, g, total, nout)) {
         return;
@@ -375,15 +389,14 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
 /* buffers: token, in (total) R, out (total) W; block j of out = rank j's block `rank`. */
 static void alltoall_cpu(void *buffers[], void *cl_arg)
 {
-    const struct hx_node *node = cl_arg;
     MPI_Comm comm;
     const struct hx_group *g;
-    struct coll *c = coll_begin(node, &comm, &g);
+    void *in, *out;
     long nin = 0, nout = 0;
+    struct coll *c = begin_in_out(buffers, cl_arg, &comm, &g, &in, &nin, &out, &nout);
     if (c == NULL) {
         return;
     }
-    void *in = tile(buffers, 1, c, &nin), *out = tile(buffers, 2, c, &nout);
     c->r.bytes = (double)nin * (double)c->esize;
     if (nin != nout || nin % g->size != 0) {
         HX_TASK_ERR(HX_EINVAL, "alltoall on channel %s seq %d: in has %ld elements and out "
