@@ -238,8 +238,6 @@ static void watchdog_fire(double idle)
 
 static void *progress_main(void *arg)
 {
-
-
     (void)arg;
     long poll_us = POLL_MIN_US;
     pthread_mutex_lock(&E.lock);
