@@ -9,10 +9,18 @@
  * Under tensor parallelism the column-parallel GEMMs' input gradients are partial sums over
  * tp (reduced by hx_gpt_tp_reduce) and the row-parallel ones read the whole output gradient
  * (gathered from sequence shards by hx_gpt_tp_gather under SP); graphs/gpt_dist.c's hooks
- * frame every layer: gathers of sharded parameters, zeroed per-micro-batch gradient
- * buffers, and the reduce-scatters and bucketed all-reduces once its gradients are done. */
+ * frame every layer (gathers of sharded parameters, zeroed per-micro-batch gradient
+ * buffers) and follow every weight gradient (done(): its reduce-scatter, and its place in
+ * the next all-reduce bucket, so buckets fill in the order gradients complete). */
 #include "graphs/gpt_internal.h"
 #include "helix/layers.h"
+
+/* Weight w's and bias b's gradients of micro-batch mb are complete. */
+static void done(struct hx_gpt *m, int w, int b, int mb)
+{
+    hx_gpt_dist_grad_done(m, w, mb);
+    hx_gpt_dist_grad_done(m, b, mb);
+}
 
 static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_tensor_t x)
 {
@@ -32,6 +40,7 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[P_LAYER(l, P_FCPROJ_W)], G[P_LAYER(l, P_FCPROJ_B)], dyg,
                          a->fch_gelu);
+    done(m, P_LAYER(l, P_FCPROJ_W), P_LAYER(l, P_FCPROJ_B), mb);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_gelu_bwd(g, t->dfch, a->fch, t->dfch_gelu);
     /* column-parallel fc: its input gradient is a partial sum over tp */
@@ -39,12 +48,14 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     hx_gpt_tp_reduce(m, t->dln2, t->dln2_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[P_LAYER(l, P_FC_W)], G[P_LAYER(l, P_FC_B)], t->dfch, a->ln2g);
+    done(m, P_LAYER(l, P_FC_W), P_LAYER(l, P_FC_B), mb);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_layernorm_bwd_data(g, a->dres_mid, t->dln2, a->res_mid, P[P_LAYER(l, P_LN2_W)],
                           a->ln2_mean, a->ln2_rstd, dy);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_layernorm_bwd_weight(g, G[P_LAYER(l, P_LN2_W)], G[P_LAYER(l, P_LN2_B)], t->dln2,
                             a->res_mid, a->ln2_mean, a->ln2_rstd);
+    done(m, P_LAYER(l, P_LN2_W), P_LAYER(l, P_LN2_B), mb);
 
     /* attention branch: x1 = x + proj(attn(qkv(LN1(x)))) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
@@ -52,6 +63,7 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     hx_linear_bwd_data(g, t->datty, dmid, P[P_LAYER(l, P_PROJ_W)]);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[P_LAYER(l, P_PROJ_W)], G[P_LAYER(l, P_PROJ_B)], dmid, a->atty);
+    done(m, P_LAYER(l, P_PROJ_W), P_LAYER(l, P_PROJ_B), mb);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_attention_bwd(g, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse, m->cfg.seq_len, heads,
                      m->cfg.attn_block);
@@ -59,13 +71,14 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     hx_gpt_tp_reduce(m, t->dln1, t->dln1_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[P_LAYER(l, P_QKV_W)], G[P_LAYER(l, P_QKV_B)], t->dqkv, a->ln1g);
+    done(m, P_LAYER(l, P_QKV_W), P_LAYER(l, P_QKV_B), mb);
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_layernorm_bwd_data(g, a->dres, t->dln1, x, P[P_LAYER(l, P_LN1_W)], a->ln1_mean,
                           a->ln1_rstd, a->dres_mid);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_layernorm_bwd_weight(g, G[P_LAYER(l, P_LN1_W)], G[P_LAYER(l, P_LN1_B)], t->dln1, x,
                             a->ln1_mean, a->ln1_rstd);
-    hx_gpt_dist_grads_done(m, l, mb);
+    done(m, P_LAYER(l, P_LN1_W), P_LAYER(l, P_LN1_B), mb);
 }
 
 void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
@@ -91,6 +104,7 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL, m->lnf_mean,
                             m->lnf_rstd);
+    done(m, m->nparams - 2, m->nparams - 1, mb);
 
     for (int l = L - 1; l >= 0; l--) {
         hx_tensor_t dy = l == L - 1 ? m->dtop : m->layers[l + 1].dres;
@@ -109,5 +123,6 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
         hx_embed_bwd_vp(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], c->seq_len,
                         m->mesh.tp_rank * m->V, c->vocab_size);
     }
-    hx_gpt_dist_grads_done(m, -1, mb);
+    done(m, P_WTE, P_WPE, mb);
+    hx_gpt_dist_backward_end(m, mb);
 }

@@ -330,32 +330,33 @@ void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
     }
 }
 
-void hx_gpt_dist_grads_done(struct hx_gpt *m, int layer, int mb)
+/* Parameter i's gradient of micro-batch mb is complete (its last weight-gradient task was
+ * just emitted): reduce-scatter it into this rank's piece (s_p > 1) and queue the piece for
+ * its all-reduce, so buckets fill in the order the backward finishes gradients. */
+void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
 {
     const struct hx_mesh *ms = &m->mesh;
     int last = mb == m->Ml - 1, per_mb = ms->sg.s > ms->sp.s;
-    int ids[P_PER_LAYER];
-    int n = layer_params(m, layer, ids);
-    for (int q = 0; q < n; q++) {
-        int i = ids[q];
-        if (ms->sp.s > 1) { /* the micro-batch's full gradient into this rank's piece */
-            hx_tensor_t dst = per_mb ? m->mbg[i] : m->grads[i];
-            hx_reduce_scatter_tiles(m->g, HX_GROUP_SHARD_P, dst, m->gfull[i], !per_mb);
+    if (ms->sp.s > 1) { /* the micro-batch's full gradient into this rank's piece */
+        hx_tensor_t dst = per_mb ? m->mbg[i] : m->grads[i];
+        hx_reduce_scatter_tiles(m->g, HX_GROUP_SHARD_P, dst, m->gfull[i], !per_mb);
+    }
+    if (per_mb && !last) {
+        queue_add(m, &m->queue[1], i);
+    } else if (last) {
+        if (per_mb && m->Ml > 1 && m->pd[i].owns_grad) {
+            hx_accumulate(m->g, m->mbg[i], m->grads[i]);
         }
-        if (per_mb && !last) {
-            queue_add(m, &m->queue[1], i);
-        } else if (last) {
-            if (per_mb && m->Ml > 1 && m->pd[i].owns_grad) {
-                hx_accumulate(m->g, m->mbg[i], m->grads[i]);
-            }
-            if (ms->groups[HX_GROUP_REPLICA].size > 1) {
-                queue_add(m, &m->queue[0], i);
-            }
+        if (ms->groups[HX_GROUP_REPLICA].size > 1) {
+            queue_add(m, &m->queue[0], i);
         }
     }
-    if (layer < 0) { /* the micro-batch's backward is complete */
-        queue_flush(m, &m->queue[1]);
-    }
+}
+
+void hx_gpt_dist_backward_end(struct hx_gpt *m, int mb)
+{
+    (void)mb; /* a micro-batch's G-group buckets go before the next one's backward */
+    queue_flush(m, &m->queue[1]);
 }
 
 void hx_gpt_dist_after_backward(struct hx_gpt *m)

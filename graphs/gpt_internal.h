@@ -122,7 +122,8 @@ hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t sha
 void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial);
 void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer); /* -1: wte, wpe, lnf */
 void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb); /* -1: head/embedding */
-void hx_gpt_dist_grads_done(struct hx_gpt *m, int layer, int mb);    /* -1: head/embedding */
+void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb); /* parameter i's gradient */
+void hx_gpt_dist_backward_end(struct hx_gpt *m, int mb);
 void hx_gpt_dist_after_backward(struct hx_gpt *m);   /* last micro-batch: flush, tp, loss */
 void hx_gpt_dist_after_adamw(struct hx_gpt *m);      /* broadcasts of updated pieces */
 int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i);

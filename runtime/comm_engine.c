@@ -143,9 +143,9 @@ static void finish(int i, const MPI_Status *st, int rc)
     double busy = now_s() - r->t_post, bytes = r->bytes;
     int ok = rc == MPI_SUCCESS;
     if (getenv("HX_COMM_LOG") != NULL && task != NULL) {
-        fprintf(stderr, "commlog %s %s seq %d post %.4f done %.4f bytes %.0f starpu %.4f\n",
-                r->op, hx_group_name(r->channel), r->seq, r->t_post, now_s(), bytes,
-                starpu_timing_now() / 1e6);
+        fprintf(stderr, "commlog rank %d %s %s seq %d post %.4f done %.4f bytes %.0f "
+                "starpu %.4f\n", hx_mpi_world_rank(), r->op, hx_group_name(r->channel), r->seq,
+                r->t_post, now_s(), bytes, starpu_timing_now() / 1e6);
     }
     if (!ok) {
         hx_comm_report(rc, r, "completion");
