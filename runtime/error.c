@@ -29,6 +29,12 @@ const char *hx_status_str(int status)
     }
 }
 
+void hx_error_get_rank(int *rank, int *size)
+{
+    *rank = err_rank;
+    *size = err_size;
+}
+
 void hx_error_set_rank(int rank, int size)
 {
     err_rank = rank;

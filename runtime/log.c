@@ -45,7 +45,13 @@ void hx_log(enum hx_log_level l, const char *fmt, ...)
     if ((int)l > (int)hx_log_get_level()) {
         return;
     }
-    fprintf(stderr, "helix: %s", tags[l]);
+    int rank, size;
+    hx_error_get_rank(&rank, &size);
+    if (size > 1) {
+        fprintf(stderr, "helix: [rank %d] %s", rank, tags[l]);
+    } else {
+        fprintf(stderr, "helix: %s", tags[l]);
+    }
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

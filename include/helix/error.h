@@ -74,6 +74,7 @@ void hx_run_status_reset(void);
 
 /** Rank printed in messages; set by the runtime once MPI is up (default 0 of 1). */
 void hx_error_set_rank(int rank, int size);
+void hx_error_get_rank(int *rank, int *size);
 
 enum hx_log_level { HX_LOG_ERROR = 0, HX_LOG_WARN = 1, HX_LOG_INFO = 2, HX_LOG_DEBUG = 3 };
 
