@@ -31,17 +31,7 @@ void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
             return;
         }
         const float *x = logits + (size_t)r * ld;
-        /* subtracting the row max keeps every exp() <= 1; the sum of up to 50k terms is
-         * kept in double so the loss of a confident prediction keeps its digits */
-        float mx = x[0];
-        for (int i = 1; i < V; i++) {
-            mx = x[i] > mx ? x[i] : mx;
-        }
-        double sum = 0.0;
-        for (int i = 0; i < V; i++) {
-            sum += hx_expf(x[i] - mx);
-        }
-        double l = (double)mx + log(sum);
+        double l = hx_row_lse(x, V);
         lse[r] = (float)l;
         losses[r] = (float)(l - x[targets[r]]);
     }

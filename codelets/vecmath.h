@@ -11,6 +11,7 @@
 #define HX_VECMATH_H
 
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 /* Hot element-wise kernels are compiled three times, for AVX-512, AVX2+FMA and baseline
@@ -44,6 +45,23 @@ static inline float hx_expf(float x0)
 static inline float hx_tanhf(float u)
 {
     return 1.0f - 2.0f / (hx_expf(2.0f * u) + 1.0f);
+}
+
+/* log sum_j exp(x[j]) over a row of V logits: the row max subtracted keeps every exp()
+ * <= 1, and the sum of up to 50k terms is kept in double so the loss of a confident
+ * prediction keeps its digits.  Shared by the cross-entropy and its vocabulary-parallel
+ * form, so both see the same rounding. */
+static inline double hx_row_lse(const float *x, int V)
+{
+    float mx = x[0];
+    for (int j = 1; j < V; j++) {
+        mx = x[j] > mx ? x[j] : mx;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < V; j++) {
+        sum += hx_expf(x[j] - mx);
+    }
+    return (double)mx + log(sum);
 }
 
 #endif /* HX_VECMATH_H */

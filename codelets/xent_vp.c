@@ -43,17 +43,8 @@ static void xent_vp_stats_rows(float *stats, int lds, const float *logits, int l
 {
     for (int r = 0; r < N; r++) {
         const float *x = logits + (size_t)r * ld;
-        /* as hx_cpu_xent_fwd: every exp() <= 1 after the max shift, the sum kept in double */
-        float mx = x[0];
-        for (int j = 1; j < V; j++) {
-            mx = x[j] > mx ? x[j] : mx;
-        }
-        double sum = 0.0;
-        for (int j = 0; j < V; j++) {
-            sum += hx_expf(x[j] - mx);
-        }
         int64_t jt = shard_col(targets[r], v0, V);
-        stats[(size_t)r * lds] = (float)((double)mx + log(sum));
+        stats[(size_t)r * lds] = (float)hx_row_lse(x, V);
         stats[(size_t)r * lds + 1] = jt >= 0 ? x[jt] : 0.0f;
     }
 }
