@@ -31,7 +31,7 @@ extern struct starpu_codelet hx_cl_embed_fwd, hx_cl_embed_bwd;
 extern struct starpu_codelet hx_cl_xent_vp_stats, hx_cl_xent_vp;
 extern struct starpu_codelet hx_cl_add, hx_cl_reduce, hx_cl_fill, hx_cl_adamw;
 extern struct starpu_codelet hx_cl_allreduce, hx_cl_allgather, hx_cl_reduce_scatter,
-    hx_cl_broadcast, hx_cl_alltoall, hx_cl_send, hx_cl_recv;
+    hx_cl_broadcast, hx_cl_alltoall, hx_cl_send, hx_cl_recv, hx_cl_fence;
 
 /* Buffer accessors: a tile is a StarPU matrix (NY rows, NX cols, LD elements per row). */
 #define HX_BUF_F32(b, i) ((float *)STARPU_MATRIX_GET_PTR((b)[i]))

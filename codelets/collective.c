@@ -468,6 +468,13 @@ static void recv_cpu(void *buffers[], void *cl_arg)
     p2p(buffers, cl_arg, 0);
 }
 
+/* A fence only orders: its dependencies (token RW after the tiles' writers) are the work. */
+static void fence_cpu(void *buffers[], void *cl_arg)
+{
+    (void)buffers;
+    (void)cl_arg;
+}
+
 HX_CODELET(allreduce, "allreduce", allreduce_cpu);
 HX_CODELET(allgather, "allgather", allgather_cpu);
 HX_CODELET(reduce_scatter, "reduce_scatter", reduce_scatter_cpu);
@@ -475,3 +482,4 @@ HX_CODELET(broadcast, "broadcast", broadcast_cpu);
 HX_CODELET(alltoall, "alltoall", alltoall_cpu);
 HX_CODELET(send, "send", send_cpu);
 HX_CODELET(recv, "recv", recv_cpu);
+HX_CODELET(fence, "fence", fence_cpu);

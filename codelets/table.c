@@ -38,6 +38,7 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_ALLTOALL] = { "alltoall", &hx_cl_alltoall, 3, 3 },
     [HX_OP_SEND] = { "send", &hx_cl_send, 2, 2 },
     [HX_OP_RECV] = { "recv", &hx_cl_recv, 2, 2 },
+    [HX_OP_FENCE] = { "fence", &hx_cl_fence, 2, HX_NODE_MAXREFS },
     [HX_OP_XENT_VP_STATS] = { "xent_vp_stats", &hx_cl_xent_vp_stats, 3, 3 },
     [HX_OP_XENT_VP] = { "xent_vp", &hx_cl_xent_vp, 5, 5 },
 };

@@ -3,7 +3,8 @@
  * node takes its channel's token first (RW), then its data, and is stamped kind COMM, the
  * channel's lane and the channel's sequence number, which the watchdog prints.  Bytes count
  * what this rank sends; flops stay 0 so planners see communication as time on a lane.
- * Test: tests/mpi/collectives.c (through the engine), tests/mpi/gpt_parity.sh. */
+ * Test: tests/mpi/collectives.c (through the engine), tests/mpi/parity_*.sh, and
+ * tests/mpi/grad_overlap.c (the fence of the serialized baseline). */
 #include <stdio.h>
 
 #include "helix/collectives.h"
@@ -40,7 +41,7 @@ static void emit(hx_graph_t g, enum hx_op op, int ch, union hx_op_args *a, int n
         refs[i + 1] = data[i];
     }
     a->coll.channel = ch;
-    a->coll.seq = g->coll_seq[ch]++;
+    a->coll.seq = op == HX_OP_FENCE ? -1 : g->coll_seq[ch]++; /* the watchdog counts MPI's */
     struct hx_node *node = hx_graph_add(g, op, a, n + 1, refs, 0.0, bytes);
     node->kind = HX_KIND_COMM;
     node->lane = g->chan_lane[ch] == HX_LANE_COMM_INTER ? HX_LANE_COMM_INTER : HX_LANE_COMM_INTRA;
@@ -81,6 +82,23 @@ void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root)
 {
     union hx_op_args a = { .coll = { .peer = root } };
     packed(g, HX_OP_BROADCAST, ch, n, ts, &a);
+}
+
+void hx_channel_fence(hx_graph_t g, int ch, int n, hx_tensor_t const *ts)
+{
+    struct hx_ref data[HX_NODE_MAXREFS - 1];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        for (int t = 0; t < ts[i]->ntiles; t++) {
+            data[k++] = hx_ref_of(ts[i], t, HX_R);
+            int last = i == n - 1 && t == ts[i]->ntiles - 1;
+            if (k == HX_NODE_MAXREFS - 1 || (last && k > 0)) {
+                union hx_op_args a = { .coll = { .dtype = ts[0]->dtype } };
+                emit(g, HX_OP_FENCE, ch, &a, k, data, 0.0);
+                k = 0;
+            }
+        }
+    }
 }
 
 void hx_allreduce_tiles(hx_graph_t g, int ch, hx_tensor_t t)

@@ -283,9 +283,22 @@ static void queue_add(struct hx_gpt *m, struct gpt_grad_queue *q, int i)
     }
 }
 
-/* Emit what is still queued (all buckets when serialized) and empty the queue. */
+/* Emit what is still queued (all buckets when serialized) and empty the queue.  Serialized,
+ * a fence on every queued gradient first holds the channel until the last of them is
+ * written, so no bucket starts before the backward ends: emitting the buckets late is not
+ * enough, a bucket's all-reduce would otherwise start as soon as its own gradients are done. */
 static void queue_flush(struct hx_gpt *m, struct gpt_grad_queue *q)
 {
+    if (m->par.serialize_grad_reduce && q->n > 0) {
+        int per_mb = m->mesh.sg.s > m->mesh.sp.s;
+        hx_tensor_t *ts = malloc((size_t)q->n * sizeof *ts);
+        HX_ASSERT(ts != NULL, "out of memory");
+        for (int k = 0; k < q->n; k++) {
+            ts[k] = per_mb ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
+        }
+        hx_channel_fence(m->g, q->ch, q->n, ts);
+        free(ts);
+    }
     for (int c = 0; c < q->ncuts; c++) {
         int from = c == 0 ? 0 : q->cuts[c - 1];
         if (from >= q->emitted) {

@@ -41,6 +41,10 @@ void hx_reduce_scatter_tiles(hx_graph_t g, int ch, hx_tensor_t shard, hx_tensor_
                              int accumulate);
 /** Root's @p n single-tile tensors to every rank, as one packed message. */
 void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root);
+/** The channel's next collectives start only after every tile of the @p n tensors has been
+ *  written (HX_OP_FENCE nodes chained on the token, HX_NODE_MAXREFS - 1 tiles each): how a
+ *  baseline puts its communication after a whole phase instead of overlapping it. */
+void hx_channel_fence(hx_graph_t g, int ch, int n, hx_tensor_t const *ts);
 
 #ifdef __cplusplus
 }

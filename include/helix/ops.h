@@ -112,6 +112,10 @@ enum hx_op {
      * RECV buffers: token, data W */
     HX_OP_SEND,
     HX_OP_RECV,
+    /* no data moves and nothing is computed: the channel's later collectives start only
+     * after these tiles' writers finished (the serialized baseline's "after the whole
+     * backward").  buffers: token RW, tiles R */
+    HX_OP_FENCE,
     HX_OP_COUNT
 };
 
