@@ -84,6 +84,26 @@ void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root)
     packed(g, HX_OP_BROADCAST, ch, n, ts, &a);
 }
 
+static void p2p_tiles(hx_graph_t g, enum hx_op op, int ch, hx_tensor_t t, int peer)
+{
+    for (int i = 0; i < t->ntiles; i++) {
+        union hx_op_args a = { .coll = { .peer = peer, .dtype = t->dtype } };
+        struct hx_ref r = hx_ref_of(t, i, op == HX_OP_SEND ? HX_R : HX_W);
+        double bytes = (double)hx_tile_nrows(t, i) * t->cols * (double)hx_dtype_size(t->dtype);
+        emit(g, op, ch, &a, 1, &r, op == HX_OP_SEND ? bytes : 0.0);
+    }
+}
+
+void hx_send_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer)
+{
+    p2p_tiles(g, HX_OP_SEND, ch, t, peer);
+}
+
+void hx_recv_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer)
+{
+    p2p_tiles(g, HX_OP_RECV, ch, t, peer);
+}
+
 void hx_channel_fence(hx_graph_t g, int ch, int n, hx_tensor_t const *ts)
 {
     struct hx_ref data[HX_NODE_MAXREFS - 1];

@@ -8,11 +8,13 @@
  * Test: tests/graphs/torch_parity.c (against PyTorch), tests/graphs/gpt_grad_fd.c. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graphs/gpt_internal.h"
 #include "helix/collectives.h"
 #include "helix/error.h"
 #include "helix/layers.h"
+#include "helix/pipeline.h"
 
 void hx_optim_config_default(struct hx_optim_config *o, int train_iters)
 {
@@ -108,9 +110,6 @@ static void make_params(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
     int L = c->num_layers, flat = m->mesh.sp.s > 1;
-    static const char *names[P_PER_LAYER] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",
-                                              "proj_b", "ln2_w", "ln2_b", "fc_w", "fc_b",
-                                              "fcproj_w", "fcproj_b" };
     m->nparams = 2 + L * P_PER_LAYER + 2;
     m->params = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->grads = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
@@ -120,13 +119,9 @@ static void make_params(struct hx_gpt *m)
     hx_gpt_dist_layout(m);
     for (int i = 0; i < m->nparams; i++) {
         const struct gpt_param_dist *d = &m->pd[i];
-        char name[HX_NAME_MAX];
-        if (i == P_WTE || i == P_WPE) {
-            snprintf(name, sizeof name, "%s", i == P_WTE ? "wte" : "wpe");
-        } else if (i >= 2 + L * P_PER_LAYER) {
-            snprintf(name, sizeof name, "%s", i == m->nparams - 2 ? "lnf_w" : "lnf_b");
-        } else {
-            snprintf(name, sizeof name, "h%d.%s", d->layer, names[d->k]);
+        const char *name = d->name;
+        if (!d->held) { /* another pipeline stage keeps it: no tensors here */
+            continue;
         }
         /* a piece under s_p > 1 is flat; otherwise the tp-local matrix */
         int r = flat ? 1 : d->lrows;
@@ -149,15 +144,90 @@ static void make_params(struct hx_gpt *m)
     }
 }
 
+/* Slot k's name of activation @p name: slot 0 keeps the plain name (the one-slot graph is
+ * unchanged), others get ".s<k>". */
+static const char *slot_name(char *buf, size_t len, const char *name, int k)
+{
+    char suffix[16] = "";
+    if (k > 0) {
+        snprintf(suffix, sizeof suffix, ".s%d", k % 10000);
+    }
+    snprintf(buf, len, "%.*s%s", (int)(len - 1 - strlen(suffix)), name, suffix);
+    return buf;
+}
+
+/* One micro-batch's activations, for this stage's layers */
+static void make_slot(struct hx_gpt *m, int k)
+{
+    const struct hx_gpt_config *c = &m->cfg;
+    struct gpt_slot *S = &m->slots[k];
+    int C = c->hidden_size, L = c->num_layers, tp = m->mesh.tp, Cl = C / tp;
+    char b[HX_NAME_MAX], n[HX_NAME_MAX];
+#define SNAME(...) (snprintf(n, sizeof n, __VA_ARGS__), slot_name(b, sizeof b, n, k))
+    S->res_out = calloc((size_t)L, sizeof(hx_tensor_t));
+    S->layers = calloc((size_t)L, sizeof(struct gpt_layer_acts));
+    HX_ASSERT(S->res_out && S->layers, "out of memory");
+    S->emb = actf_s(m, C, SNAME(m->first_stage ? "emb" : "stage_in"), 0);
+    S->emb_part = m->first_stage ? full_of(m, S->emb, ".part") : NULL;
+    for (int l = m->lo; l < m->hi; l++) {
+        struct gpt_layer_acts *a = &S->layers[l];
+        a->ln1 = actf_s(m, C, SNAME("h%d.ln1", l), 0);
+        a->ln1_mean = actf_s(m, 1, SNAME("h%d.ln1_mean", l), 0);
+        a->ln1_rstd = actf_s(m, 1, SNAME("h%d.ln1_rstd", l), 0);
+        a->ln1g = full_of(m, a->ln1, ".full");
+        a->qkv = actf(m, 3 * Cl, SNAME("h%d.qkv", l), 0);
+        a->atty = actf(m, Cl, SNAME("h%d.atty", l), 0);
+        a->att_lse = actf(m, c->num_heads / tp, SNAME("h%d.att_lse", l), 0);
+        a->res_mid = actf_s(m, C, SNAME("h%d.res_mid", l), 0);
+        a->ln2 = actf_s(m, C, SNAME("h%d.ln2", l), 0);
+        a->ln2_mean = actf_s(m, 1, SNAME("h%d.ln2_mean", l), 0);
+        a->ln2_rstd = actf_s(m, 1, SNAME("h%d.ln2_rstd", l), 0);
+        a->ln2g = full_of(m, a->ln2, ".full");
+        a->fch = actf(m, 4 * Cl, SNAME("h%d.fch", l), 0);
+        a->fch_gelu = actf(m, 4 * Cl, SNAME("h%d.fch_gelu", l), 0);
+        S->res_out[l] = actf_s(m, C, SNAME("h%d.out", l), 0);
+        /* gradients of the layer's input and middle: backward-only, one set serves every
+         * slot (a micro-batch's backward runs start to end before the next one's) */
+        if (k == 0) {
+            a->dres = actf_s(m, C, "h%d.dres", l);
+            a->dres_mid = actf_s(m, C, "h%d.dres_mid", l);
+        } else {
+            a->dres = m->slots[0].layers[l].dres;
+            a->dres_mid = m->slots[0].layers[l].dres_mid;
+        }
+    }
+    if (m->last_stage) {
+        S->lnf = actf_s(m, C, SNAME("lnf"), 0);
+        S->lnf_mean = actf_s(m, 1, SNAME("lnf_mean"), 0);
+        S->lnf_rstd = actf_s(m, 1, SNAME("lnf_rstd"), 0);
+        S->lnfg = full_of(m, S->lnf, ".full");
+        S->logits = act(m, SNAME("logits"), m->V);
+        S->losses = act(m, SNAME("losses"), 1);
+        S->xent_lse = act(m, SNAME("xent_lse"), 1);
+    }
+#undef SNAME
+}
+
+/* Point the model's activation fields at micro-batch @p mb's slot */
+static void use_slot(struct hx_gpt *m, int mb)
+{
+    const struct gpt_slot *S = &m->slots[mb % m->nslots];
+    m->emb = S->emb;
+    m->emb_part = S->emb_part;
+    m->res_out = S->res_out;
+    m->layers = S->layers;
+    m->lnf = S->lnf, m->lnf_mean = S->lnf_mean, m->lnf_rstd = S->lnf_rstd, m->lnfg = S->lnfg;
+    m->logits = S->logits, m->losses = S->losses, m->xent_lse = S->xent_lse;
+}
+
 static void make_activations(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int C = c->hidden_size, L = c->num_layers;
+    int C = c->hidden_size;
     m->tokens = calloc((size_t)m->Ml, sizeof(hx_tensor_t));
     m->targets = calloc((size_t)m->Ml, sizeof(hx_tensor_t));
-    m->res_out = calloc((size_t)L, sizeof(hx_tensor_t));
-    m->layers = calloc((size_t)L, sizeof(struct gpt_layer_acts));
-    HX_ASSERT(m->tokens && m->targets && m->res_out && m->layers, "out of memory");
+    m->slots = calloc((size_t)m->nslots, sizeof(struct gpt_slot));
+    HX_ASSERT(m->tokens && m->targets && m->slots, "out of memory");
     int tile = c->seq_len * c->tile_seqs;
     for (int mb = 0; mb < m->Ml; mb++) {
         char name[HX_NAME_MAX];
@@ -167,28 +237,10 @@ static void make_activations(struct hx_gpt *m)
         m->targets[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
     }
     int tp = m->mesh.tp, Cl = C / tp;          /* tp-local columns of the split GEMMs */
-    m->emb = actf_s(m, C, "emb", 0);
-    m->emb_part = full_of(m, m->emb, ".part");
-    for (int l = 0; l < L; l++) {
-        struct gpt_layer_acts *a = &m->layers[l];
-        a->ln1 = actf_s(m, C, "h%d.ln1", l);
-        a->ln1_mean = actf_s(m, 1, "h%d.ln1_mean", l);
-        a->ln1_rstd = actf_s(m, 1, "h%d.ln1_rstd", l);
-        a->ln1g = full_of(m, a->ln1, ".full");
-        a->qkv = actf(m, 3 * Cl, "h%d.qkv", l);
-        a->atty = actf(m, Cl, "h%d.atty", l);
-        a->att_lse = actf(m, c->num_heads / tp, "h%d.att_lse", l);
-        a->res_mid = actf_s(m, C, "h%d.res_mid", l);
-        a->ln2 = actf_s(m, C, "h%d.ln2", l);
-        a->ln2_mean = actf_s(m, 1, "h%d.ln2_mean", l);
-        a->ln2_rstd = actf_s(m, 1, "h%d.ln2_rstd", l);
-        a->ln2g = full_of(m, a->ln2, ".full");
-        a->fch = actf(m, 4 * Cl, "h%d.fch", l);
-        a->fch_gelu = actf(m, 4 * Cl, "h%d.fch_gelu", l);
-        a->dres = actf_s(m, C, "h%d.dres", l);
-        a->dres_mid = actf_s(m, C, "h%d.dres_mid", l);
-        m->res_out[l] = actf_s(m, C, "h%d.out", l);
+    for (int k = 0; k < m->nslots; k++) {
+        make_slot(m, k);
     }
+    use_slot(m, 0);
     for (int p = 0; p < 2; p++) {
         m->bwd[p].dfch_gelu = actf(m, 4 * Cl, "bwd%d.dfch_gelu", p);
         m->bwd[p].dfch = actf(m, 4 * Cl, "bwd%d.dfch", p);
@@ -201,21 +253,17 @@ static void make_activations(struct hx_gpt *m)
     }
     m->branch_out = act(m, "branch_out", C);
     m->branch_s = m->mesh.sequence_parallel ? actf_s(m, C, "branch_s", 0) : m->branch_out;
-    m->lnf = actf_s(m, C, "lnf", 0);
-    m->lnf_mean = actf_s(m, 1, "lnf_mean", 0);
-    m->lnf_rstd = actf_s(m, 1, "lnf_rstd", 0);
-    m->lnfg = full_of(m, m->lnf, ".full");
-    m->logits = act(m, "logits", m->V);
-    m->losses = act(m, "losses", 1);
-    m->xent_lse = act(m, "xent_lse", 1);
-    m->dlnf = actf_s(m, C, "dlnf", 0);
-    m->dlnf_part = full_of(m, m->dlnf, ".part");
+    if (m->last_stage) {
+        m->dlnf = actf_s(m, C, "dlnf", 0);
+        m->dlnf_part = full_of(m, m->dlnf, ".part");
+    }
+    /* the gradient of the stage's output: from the head, or received from the next stage */
     m->dtop = actf_s(m, C, "dtop", 0);
     if (m->mesh.sequence_parallel) {
         m->dy_full = act(m, "dy.full", C);
         m->dmid_full = act(m, "dres_mid.full", C);
     }
-    if (tp > 1) { /* every vocabulary shard's (lse, target logit) per row, gathered */
+    if (tp > 1 && m->last_stage) { /* every vocabulary shard's (lse, target logit) per row */
         m->xent_stats = act(m, "xent_stats", 2);
         m->xent_all = hx_graph_tensor(m->g, "xent_stats.all", HX_F32, HX_ROLE_ACTIVATION,
                                       tp * m->N, 2, tp * tile);
@@ -254,26 +302,32 @@ static void emit_forward(struct hx_gpt *m, int mb)
     const struct hx_gpt_config *c = &m->cfg;
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull;
-    int tp0 = m->mesh.tp_rank == 0, heads = c->num_heads / m->mesh.tp;
+    int tp0 = m->mesh.tp_rank == 0, heads = c->num_heads / m->mesh.tp, s = m->mesh.pp_rank;
+    use_slot(m, mb);
     g->cur.phase = HX_PHASE_FORWARD;
     g->cur.microbatch = mb;
     g->cur.layer = -1;
-    if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
-        hx_gpt_dist_gather_params(m, -1);
+    if (m->first_stage) {
+        if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
+            hx_gpt_dist_gather_params(m, -1);
+        }
+        hx_gpt_dist_gather_params(m, 0);
+        if (m->mesh.tp == 1) {
+            hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
+        } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
+            hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len,
+                            m->mesh.tp_rank * m->V, c->vocab_size, tp0);
+        }
+        hx_gpt_tp_reduce(m, m->emb, m->emb_part);
+    } else { /* the previous stage's output, tile by tile (sequence shards under SP) */
+        hx_recv_tiles(g, HX_GROUP_PP, m->emb, s - 1);
     }
-    hx_gpt_dist_gather_params(m, 0);
-    if (m->mesh.tp == 1) {
-        hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
-    } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
-        hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len,
-                        m->mesh.tp_rank * m->V, c->vocab_size, tp0);
-    }
-    hx_gpt_tp_reduce(m, m->emb, m->emb_part);
-    g->cur.layer = 0;
-    hx_layernorm_fwd(g, m->layers[0].ln1, m->layers[0].ln1_mean, m->layers[0].ln1_rstd, m->emb,
-                     P[P_LAYER(0, P_LN1_W)], P[P_LAYER(0, P_LN1_B)], c->ln_eps);
+    g->cur.layer = m->lo;
+    struct gpt_layer_acts *a0 = &m->layers[m->lo];
+    hx_layernorm_fwd(g, a0->ln1, a0->ln1_mean, a0->ln1_rstd, m->emb,
+                     P[P_LAYER(m->lo, P_LN1_W)], P[P_LAYER(m->lo, P_LN1_B)], c->ln_eps);
     hx_tensor_t x = m->emb;
-    for (int l = 0; l < c->num_layers; l++) {
+    for (int l = m->lo; l < m->hi; l++) {
         struct gpt_layer_acts *a = &m->layers[l];
         g->cur.layer = l;
         if (l + 1 < c->num_layers) { /* the next layer's parameters, during this one */
@@ -296,17 +350,30 @@ static void emit_forward(struct hx_gpt *m, int mb)
                       tp0 ? P[P_LAYER(l, P_FCPROJ_B)] : NULL);
         hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
         /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next:
-         * the next block's LN1, or the final LN */
+         * the next block's LN1, or the final LN; at the end of a stage that is not the last
+         * the next LN is the next stage's, so only the sum */
         int last = l + 1 == c->num_layers;
-        struct gpt_layer_acts *n = last ? NULL : &m->layers[l + 1];
-        hx_add_layernorm_fwd(g, m->res_out[l], last ? m->lnf : n->ln1,
-                             last ? m->lnf_mean : n->ln1_mean, last ? m->lnf_rstd : n->ln1_rstd,
-                             a->res_mid, m->branch_s,
-                             P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
-                             P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)], c->ln_eps);
+        if (l + 1 == m->hi && !last) {
+            hx_add(g, m->res_out[l], a->res_mid, m->branch_s);
+        } else {
+            struct gpt_layer_acts *n = last ? NULL : &m->layers[l + 1];
+            hx_add_layernorm_fwd(g, m->res_out[l], last ? m->lnf : n->ln1,
+                                 last ? m->lnf_mean : n->ln1_mean,
+                                 last ? m->lnf_rstd : n->ln1_rstd, a->res_mid, m->branch_s,
+                                 P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
+                                 P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)],
+                                 c->ln_eps);
+        }
         x = m->res_out[l];
     }
     g->cur.layer = -1;
+    if (!m->last_stage) {
+        hx_send_tiles(g, HX_GROUP_PP, x, s + 1);
+        if (mb == 0) {
+            m->fwd0_end = g->nnodes;
+        }
+        return;
+    }
     hx_tensor_t lnf = hx_gpt_tp_gather(m, m->lnfg, m->lnf);
     hx_linear_fwd(g, m->logits, lnf, P[P_WTE], NULL); /* the tied head: a vocabulary shard */
     if (mb == 0) {
@@ -329,12 +396,7 @@ static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms)
         .micro_batches = c->num_micro_batches,
     };
     struct hx_mesh check;
-    int ret = hx_mesh_init(&check, &r, 0);
-    if (ret == HX_OK && ms->pp > 1) {
-        ret = HX_ERR(HX_EUNSUPPORTED, "--pipeline-model-parallel-size %d: pipeline stages are "
-                     "not built yet; run with pp 1 (data and tensor parallelism)", ms->pp);
-    }
-    return ret;
+    return hx_mesh_init(&check, &r, 0);
 }
 
 int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
@@ -384,6 +446,14 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->Ns = m->mesh.sequence_parallel ? m->N / m->mesh.tp : m->N;
     m->Ml = cfg->num_micro_batches / m->mesh.dp;
     m->V = cfg->vocab_size / m->mesh.tp;
+    int per_stage = cfg->num_layers / m->mesh.pp, s = m->mesh.pp_rank, p = m->mesh.pp;
+    m->lo = s * per_stage;
+    m->hi = m->lo + per_stage;
+    m->first_stage = s == 0;
+    m->last_stage = s == p - 1;
+    /* micro-batches in flight, each with its activations: 1F1B keeps p - s */
+    int flight = m->par.pipeline_schedule == HX_PIPE_GPIPE ? m->Ml : p - s;
+    m->nslots = flight < m->Ml ? flight : m->Ml;
     int lanes[HX_GROUP_COUNT];
     for (int k = 0; k < HX_GROUP_COUNT; k++) { /* a group inside one node talks intra-node */
         lanes[k] = m->mesh.groups[k].intra_node ? HX_LANE_COMM_INTRA : HX_LANE_COMM_INTER;
@@ -394,13 +464,24 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     hx_gpt_dist_tensors(m);
 
     hx_gpt_emit_zero(m);
-    for (int mb = 0; mb < m->Ml; mb++) {
-        if (mb == 0) {
-            m->fwd0_begin = m->g->nnodes;
+    int nsteps = 2 * m->Ml, *order = malloc(sizeof(int) * (size_t)nsteps);
+    HX_ASSERT(order != NULL, "out of memory");
+    hx_pipeline_order(m->par.pipeline_schedule, p, s, m->Ml, order);
+    for (int k = 0; k < nsteps; k++) { /* order[k]: micro-batch mb's forward is mb, its
+                                        * backward -1 - mb */
+        int mb = order[k] >= 0 ? order[k] : -1 - order[k];
+        if (order[k] >= 0) {
+            if (mb == 0) {
+                m->fwd0_begin = m->g->nnodes;
+            }
+            emit_forward(m, mb);
+        } else {
+            use_slot(m, mb);
+            hx_gpt_emit_backward(m, mb);
         }
-        emit_forward(m, mb);
-        hx_gpt_emit_backward(m, mb);
     }
+    free(order);
+    use_slot(m, 0);
     hx_gpt_dist_after_backward(m);
     hx_gpt_emit_grad_norm(m);
     m->first_opt_node = m->g->nnodes;
@@ -412,7 +493,12 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->g->cur.phase = HX_PHASE_FORWARD;
     m->g->cur.microbatch = 0;
     m->g->cur.layer = -1;
-    emit_loss(m, m->targets[0], 0);
+    if (m->last_stage) {
+        emit_loss(m, m->targets[0], 0);
+    }
+    if (p > 1) { /* the loss lives on the last stage; every rank reports it */
+        hx_allreduce(m->g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM);
+    }
     /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
      * (the backward's data path) before work that can wait (weight gradients); collectives
      * go before everything, so a ready one is posted at once and its transfer overlaps */
@@ -447,8 +533,11 @@ void hx_gpt_destroy(hx_gpt_t m)
     free(m->adam_v);
     free(m->tokens);
     free(m->targets);
-    free(m->res_out);
-    free(m->layers);
+    for (int k = 0; m->slots != NULL && k < m->nslots; k++) {
+        free(m->slots[k].res_out);
+        free(m->slots[k].layers);
+    }
+    free(m->slots);
     hx_gpt_dist_free(m);
     free(m);
 }

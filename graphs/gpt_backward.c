@@ -13,6 +13,7 @@
  * buffers) and follow every weight gradient (done(): its reduce-scatter, and its place in
  * the next all-reduce bucket, so buckets fill in the order gradients complete). */
 #include "graphs/gpt_internal.h"
+#include "helix/collectives.h"
 #include "helix/layers.h"
 
 /* Weight w's and bias b's gradients of micro-batch mb are complete. */
@@ -86,35 +87,48 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
     const struct hx_gpt_config *c = &m->cfg;
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull, *G = m->gfull;
-    int L = c->num_layers;
+    int L = c->num_layers, s = m->mesh.pp_rank;
     g->cur.microbatch = mb;
     g->cur.layer = -1;
     hx_gpt_dist_backward_begin(m, -1, mb);
 
-    /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
-    hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnfg);
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_tensor_t xL = m->res_out[L - 1];
-    hx_layernorm_bwd_data(g, m->dtop, m->dlnf, xL, P[m->nparams - 2], m->lnf_mean, m->lnf_rstd,
-                          NULL);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL, m->lnf_mean,
-                            m->lnf_rstd);
-    done(m, m->nparams - 2, m->nparams - 1, mb);
+    if (m->last_stage) {
+        /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
+        hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
+        hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
+        g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+        hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnfg);
+        if (!m->first_stage) { /* this copy of wte gets no lookup gradient */
+            hx_gpt_dist_grad_done(m, P_WTE, mb);
+        }
+        g->cur.phase = HX_PHASE_BACKWARD_DATA;
+        hx_tensor_t xL = m->res_out[L - 1];
+        hx_layernorm_bwd_data(g, m->dtop, m->dlnf, xL, P[m->nparams - 2], m->lnf_mean,
+                              m->lnf_rstd, NULL);
+        g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+        hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL,
+                                m->lnf_mean, m->lnf_rstd);
+        done(m, m->nparams - 2, m->nparams - 1, mb);
+    } else { /* the gradient of this stage's output, from the next stage */
+        hx_recv_tiles(g, HX_GROUP_PP_BWD, m->dtop, s + 1);
+    }
 
-    for (int l = L - 1; l >= 0; l--) {
-        hx_tensor_t dy = l == L - 1 ? m->dtop : m->layers[l + 1].dres;
-        hx_tensor_t x = l == 0 ? m->emb : m->res_out[l - 1];
+    for (int l = m->hi - 1; l >= m->lo; l--) {
+        hx_tensor_t dy = l == m->hi - 1 ? m->dtop : m->layers[l + 1].dres;
+        hx_tensor_t x = l == m->lo ? m->emb : m->res_out[l - 1];
         layer_backward(m, l, mb, dy, x);
     }
 
+    g->cur.layer = -1;
+    if (!m->first_stage) { /* the gradient of the stage's input, to the previous stage */
+        g->cur.phase = HX_PHASE_BACKWARD_DATA;
+        hx_send_tiles(g, HX_GROUP_PP_BWD, m->layers[m->lo].dres, s - 1);
+        hx_gpt_dist_backward_end(m, mb);
+        return;
+    }
     /* embedding: wte receives both the head's and the lookup's gradient, in this order; every
      * tp rank adds the (whole, gathered) gradient to its copy of wpe */
-    g->cur.layer = -1;
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->layers[0].dres);
     if (m->mesh.tp == 1) {

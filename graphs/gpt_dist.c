@@ -97,6 +97,20 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
             d->rows = rows[d->k] ? rows[d->k] * C : 1;
             d->cols = cols[d->k] * C;
         }
+        static const char *names[P_PER_LAYER] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b",
+                                                  "proj_w", "proj_b", "ln2_w", "ln2_b",
+                                                  "fc_w", "fc_b", "fcproj_w", "fcproj_b" };
+        int is_lnf = i >= 2 + L * P_PER_LAYER;
+        if (d->layer >= 0) {
+            snprintf(d->name, sizeof d->name, "h%d.%s", d->layer, names[d->k]);
+        } else {
+            snprintf(d->name, sizeof d->name, "%s", i == P_WTE ? "wte" : i == P_WPE ? "wpe"
+                                                    : i == m->nparams - 2 ? "lnf_w" : "lnf_b");
+        }
+        /* pipeline stages: layers in equal runs; the embedding on the first stage, the final
+         * LayerNorm and the tied head (a second copy of wte) on the last */
+        d->stage = d->layer >= 0 ? d->layer / (L / ms->pp) : is_lnf ? ms->pp - 1 : 0;
+        d->held = d->stage == ms->pp_rank || (i == P_WTE && ms->pp_rank == ms->pp - 1);
         tp_split(d, d->k, i == P_WTE, ms->tp);
         long n = (long)d->lrows * d->lcols;
         d->piece_cnt = n / p + (j < n % p);
@@ -111,13 +125,21 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
     long *load = calloc((size_t)q, sizeof *load);
     char *done = calloc((size_t)m->nparams, 1);
     HX_ASSERT(load != NULL && done != NULL, "out of memory");
-    for (int step = 0; step < m->nparams; step++) {
+    int nheld = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        nheld += m->pd[i].held;
+    }
+    for (int step = 0; step < nheld; step++) {
         int best = -1;
         for (int i = 0; i < m->nparams; i++) {
-            if (!done[i] && (best < 0 || m->pd[i].piece_cnt > m->pd[best].piece_cnt)) {
+            if (m->pd[i].held && !done[i] &&
+                (best < 0 || m->pd[i].piece_cnt > m->pd[best].piece_cnt)) {
                 best = i;
             }
         }
+        /* wte first: its two pipeline copies (first and last stage) then have the same
+         * owner, so the embedding group sums owner with owner */
+        best = m->pd[P_WTE].held && !done[P_WTE] ? P_WTE : best;
         int owner = 0;
         for (int r = 1; r < q; r++) {
             owner = load[r] < load[owner] ? r : owner;
@@ -166,6 +188,9 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
     hx_tensor_t slot[2][P_PER_LAYER] = { { 0 } }, gslot[2][P_PER_LAYER] = { { 0 } };
     for (int i = 0; i < n; i++) {
         const struct gpt_param_dist *d = &m->pd[i];
+        if (!d->held) { /* another pipeline stage's */
+            continue;
+        }
         const char *dot = strchr(m->params[i]->name, '.'); /* "h3.qkv_w": the slot's name */
         const char *name = d->layer >= 0 && dot != NULL ? dot + 1 : m->params[i]->name;
         if (per_mb) {
@@ -395,6 +420,14 @@ void hx_gpt_dist_after_backward(struct hx_gpt *m)
     if (ms->dp > 1) {
         hx_allreduce(m->g, HX_GROUP_DP, 1, &m->loss_sum, HX_SUM);
     }
+    if (ms->pp > 1) {
+        /* the two copies of the tied wte (first stage: lookup, last: head) sum their
+         * gradients, after each was reduced over its replicas; then both run the same AdamW */
+        if (m->first_stage || m->last_stage) {
+            hx_allreduce(m->g, HX_GROUP_EMBED, 1, &m->gfinal[P_WTE], HX_SUM);
+        }
+        hx_allreduce(m->g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM); /* 0 but on the last */
+    }
 }
 
 /* Each gradient element once in the job: by its piece's OS owner in the first OS group of
@@ -404,7 +437,10 @@ int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i)
 {
     const struct hx_mesh *ms = &m->mesh;
     int first_os_group = ms->groups[HX_GROUP_REPLICA].rank < ms->groups[HX_GROUP_SHARD_OS].size;
-    return m->pd[i].owns_optim && first_os_group && (m->pd[i].tp_dim >= 0 || ms->tp_rank == 0);
+    /* the last stage's copy of the tied wte is the first stage's again */
+    int first_copy = i != P_WTE || m->first_stage;
+    return m->pd[i].owns_optim && first_os_group && first_copy &&
+           (m->pd[i].tp_dim >= 0 || ms->tp_rank == 0);
 }
 
 void hx_gpt_dist_norm_reduce(struct hx_gpt *m)
@@ -423,6 +459,9 @@ void hx_gpt_dist_after_adamw(struct hx_gpt *m)
     hx_tensor_t ts[BUCKET_MAX];
     int n = 0, root = -1;
     for (int i = 0; i <= m->nparams; i++) {
+        if (i < m->nparams && !m->pd[i].held) { /* another pipeline stage's */
+            continue;
+        }
         int owner = i < m->nparams ? m->pd[i].os_owner : -1;
         if (n > 0 && (owner != root || n == BUCKET_MAX)) {
             hx_broadcast(m->g, HX_GROUP_SHARD_OS, n, ts, root);

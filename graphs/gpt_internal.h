@@ -38,6 +38,19 @@ struct gpt_bwd_temps {                   /* two sets, by layer parity */
     hx_tensor_t dqkv;                    /* (N,3C) */
 };
 
+/* The activations one micro-batch keeps from its forward to its backward.  A pipeline stage
+ * has several micro-batches in flight (1F1B: p - s, GPipe: all), each in its own slot; the
+ * model's fields below point at the slot of the micro-batch being emitted (use_slot in
+ * graphs/gpt.c).  Only this stage's layers [lo, hi) exist. */
+struct gpt_slot {
+    hx_tensor_t emb;                     /* the stage's input: embedding output, or received */
+    hx_tensor_t emb_part;                /* the lookup before its tp reduction (alias of emb
+                                          * without SP) */
+    hx_tensor_t *res_out;                /* [L] layer outputs */
+    struct gpt_layer_acts *layers;       /* [L] */
+    hx_tensor_t lnf, lnf_mean, lnf_rstd, lnfg, logits, losses, xent_lse;
+};
+
 /* How one parameter is split on this rank (graphs/gpt_dist.c).  Tensor parallelism cuts the
  * serial (rows, cols) along tp_dim into tp_blocks blocks (qkv: q, k, v) and keeps part
  * tp_rank of each; AMSP's s_p then cuts that tp-local tensor flat into pieces, this rank's
@@ -54,6 +67,9 @@ struct gpt_param_dist {
     int owns_optim;          /* this rank keeps its Adam states and runs AdamW */
     int sp_partial;          /* LayerNorm under sequence parallelism: tp partial sums */
     int layer, k;            /* transformer layer and P_* index, or -1 */
+    int held;                /* this pipeline stage keeps it (wte: first and last stage) */
+    int stage;               /* the stage that owns it (wte: the first) */
+    char name[HX_NAME_MAX];  /* "h3.qkv_w", "wte", ... (also for parameters not held) */
 };
 
 /* Gradient pieces waiting for their all-reduce, cut into buckets (graphs/gpt_dist.c) */
@@ -75,6 +91,10 @@ struct hx_gpt {
     int Ns;                              /* rows of a sequence shard: N/tp with SP, else N */
     int Ml;                              /* micro-batches of this rank: M/dp */
     int V;                               /* this rank's vocabulary shard: V/tp */
+    int lo, hi;                          /* this pipeline stage's layers [lo, hi) */
+    int first_stage, last_stage;         /* holds the embedding / the head and the loss */
+    int nslots;                          /* micro-batches in flight (activation sets) */
+    struct gpt_slot *slots;
     int nparams;
     /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
      * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],

@@ -110,7 +110,7 @@ int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *s
     float *local = malloc(sizeof(float) * (size_t)d->lrows * d->lcols);
     if (local == NULL) {
         return HX_ERR(HX_ENOMEM, "%zu bytes for parameter %s", sizeof(float) *
-                      (size_t)d->lrows * d->lcols, m->params[i]->name);
+                      (size_t)d->lrows * d->lcols, d->name);
     }
     tp_copy(d, m->mesh.tp, m->mesh.tp_rank, (float *)src, local, 1);
     int ret = hx_tensor_write(t, local + d->piece_off);
@@ -118,7 +118,22 @@ int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *s
     return ret;
 }
 
+static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst);
+
+/* Every rank gets the whole tensor: the stage that keeps it gathers it from its tp ranks and
+ * shards, then (pipeline) its ranks broadcast it along their pipeline group. */
 int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
+{
+    const struct gpt_param_dist *d = &m->pd[i];
+    int ret = d->held ? gather_in_stage(m, i, k, dst) : HX_OK;
+    if (ret == HX_OK && m->mesh.pp > 1) {
+        ret = hx_comm_host_bcast(HX_GROUP_PP, dst, (long)sizeof(float) * d->rows * d->cols,
+                                 d->stage);
+    }
+    return ret;
+}
+
+static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 {
     const struct hx_mesh *ms = &m->mesh;
     const struct gpt_param_dist *d = &m->pd[i];
@@ -128,7 +143,7 @@ int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
     float *local = malloc(sizeof(float) * (size_t)n * (size_t)tp);
     long *bytes = malloc(sizeof(long) * (size_t)(p > tp ? p : tp));
     int ret = piece && local && bytes ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s (%ld elements)",
-                                                       m->params[i]->name, n);
+                                                       d->name, n);
     hx_tensor_t t = state_tensor(m, i, k);
     if (ret == HX_OK && t != NULL) {
         ret = hx_tensor_read(t, piece);
@@ -155,7 +170,7 @@ int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
             bytes[j] = (long)sizeof(float) * n;
         }
         float *sendbuf = malloc(sizeof(float) * (size_t)n);
-        ret = sendbuf != NULL ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s", m->params[i]->name);
+        ret = sendbuf != NULL ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s", d->name);
         if (ret == HX_OK) {
             memcpy(sendbuf, mine, sizeof(float) * (size_t)n);
             ret = hx_comm_host_allgatherv(HX_GROUP_TP, sendbuf, (long)sizeof(float) * n, local,
@@ -180,7 +195,7 @@ void hx_gpt_param_shape(hx_gpt_t m, int i, int *rows, int *cols)
 
 const char *hx_gpt_param_name(hx_gpt_t m, int i)
 {
-    return m->params[i]->name;
+    return m->pd[i].name;
 }
 
 const struct hx_mesh *hx_gpt_mesh(hx_gpt_t m)
@@ -204,8 +219,8 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
         }
     }
     double phi = 0;
-    for (int i = 0; i < m->nparams; i++) {
-        phi += (double)m->pd[i].lrows * m->pd[i].lcols;
+    for (int i = 0; i < m->nparams; i++) { /* this stage's parameters, as AMSP counts them */
+        phi += m->pd[i].held ? (double)m->pd[i].lrows * m->pd[i].lcols : 0.0;
     }
     mem->formula_model_state = 4 * phi / m->mesh.sp.s + 4 * phi / m->mesh.sg.s +
                                8 * phi / m->mesh.sos.s;
@@ -226,7 +241,7 @@ void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
         int is_resid = k == P_PROJ_W || k == P_FCPROJ_W;
         size_t n = (size_t)d->rows * d->cols;
         float *x = malloc(sizeof(float) * n);
-        HX_ASSERT(x != NULL, "out of memory initialising %s (%zu floats)", m->params[i]->name, n);
+        HX_ASSERT(x != NULL, "out of memory initialising %s (%zu floats)", d->name, n);
         for (size_t j = 0; j < n; j++) {
             if (is_ln_w) {
                 x[j] = 1.0f;
@@ -326,6 +341,10 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
 
 int hx_gpt_read_logits(hx_gpt_t m, float *dst)
 {
+    if (m->mesh.pp > 1) {
+        return HX_ERR(HX_EUNSUPPORTED, "the logits live on the last of %d pipeline stages; "
+                      "sample from a run with --pipeline-model-parallel-size 1", m->mesh.pp);
+    }
     if (m->mesh.tp > 1) {
         return HX_ERR(HX_EUNSUPPORTED, "the logits are split over %d tensor-parallel ranks "
                       "(each holds %d of %d vocabulary columns); sample from a run with "

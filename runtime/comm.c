@@ -164,8 +164,10 @@ int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
     }
     for (int k = 0; k < HX_GROUP_COUNT && rc == MPI_SUCCESS; k++) {
         const struct hx_group *g = &m->groups[k];
-        rc = g->size > 1 ? MPI_Comm_split(base, g->first, rank, &comms[k])
-                         : MPI_Comm_dup(MPI_COMM_SELF, &comms[k]);
+        /* every rank splits every kind (collective over the world, even where a kind's
+         * group has one member on some ranks and two on others, as the embedding group);
+         * a group's first member is its colour, unique among the groups of a kind */
+        rc = MPI_Comm_split(base, g->first, rank, &comms[k]);
         if (rc == MPI_SUCCESS) {
             rc = MPI_Comm_set_errhandler(comms[k], MPI_ERRORS_RETURN);
         }

@@ -18,6 +18,7 @@ static const char *const group_names[HX_GROUP_COUNT] = {
     [HX_GROUP_WORLD] = "world", [HX_GROUP_DP] = "dp", [HX_GROUP_TP] = "tp",
     [HX_GROUP_PP] = "pp", [HX_GROUP_SHARD_P] = "shard_p", [HX_GROUP_REPLICA] = "replica",
     [HX_GROUP_SHARD_G] = "shard_g", [HX_GROUP_SHARD_OS] = "shard_os",
+    [HX_GROUP_PP_BWD] = "pp_bwd", [HX_GROUP_EMBED] = "embed",
 };
 
 const char *hx_group_name(enum hx_group_kind k)
@@ -62,6 +63,10 @@ static void build_groups(struct hx_mesh *m)
     set_group(m, HX_GROUP_REPLICA, base + j * tp, sp * tp, dp / sp);
     set_group(m, HX_GROUP_SHARD_G, base + ((d / sg) * sg + j) * tp, sp * tp, sg / sp);
     set_group(m, HX_GROUP_SHARD_OS, base + ((d / sos) * sos + j) * tp, sp * tp, sos / sp);
+    set_group(m, HX_GROUP_PP_BWD, d * tp + m->tp_rank, dp * tp, m->pp);
+    int ends = m->pp > 1 && (m->pp_rank == 0 || m->pp_rank == m->pp - 1);
+    set_group(m, HX_GROUP_EMBED, ends ? d * tp + m->tp_rank : m->world_rank,
+              ends ? (m->pp - 1) * dp * tp : 1, ends ? 2 : 1);
 }
 
 void hx_mesh_serial(struct hx_mesh *m)
@@ -125,6 +130,11 @@ static int check_model(const struct hx_mesh *m, const struct hx_mesh_request *r,
     if (r->num_layers > 0 && m->pp > r->num_layers) {
         return MESH_ERR("--pipeline-model-parallel-size %d exceeds --num-layers %d; every "
                         "pipeline stage needs at least one layer", m->pp, r->num_layers);
+    }
+    if (r->num_layers > 0 && r->num_layers % m->pp != 0) {
+        return MESH_ERR("--num-layers %d is not divisible by --pipeline-model-parallel-size "
+                        "%d; every stage holds the same number of layers: choose a pp that "
+                        "divides %d", r->num_layers, m->pp, r->num_layers);
     }
     if (m->sequence_parallel && r->seq_len > 0 && r->seq_len % m->tp != 0) {
         return MESH_ERR("--sequence-parallel splits each sequence's %d tokens over %d tensor-"
@@ -226,6 +236,13 @@ int hx_mesh_init(struct hx_mesh *m, const struct hx_mesh_request *r, int quiet)
     int ret = check_model(m, r, quiet);
     if (ret == HX_OK) {
         ret = choose_factors(m, r, quiet);
+    }
+    if (ret == HX_OK && pp > 1 && m->sp.s > 1) {
+        /* the gathered layers sit in two slots by layer parity, which assumes one
+         * micro-batch at a time; a pipeline keeps several in flight */
+        ret = MESH_ERR("sharded parameters (s_p %d: --shard-params, --zero-stage 3, --mics) "
+                       "are not supported with --pipeline-model-parallel-size %d yet; use "
+                       "--zero-stage 1 or 2 (s_p 1) with a pipeline", m->sp.s, pp);
     }
     if (ret != HX_OK) {
         return ret;

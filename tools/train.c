@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tools/progress.h"
+#include "helix/pipeline.h"
 #include "tools/train.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -331,7 +332,10 @@ static int train(struct run *r)
             printf("done: %lld steps, loss %.4f -> %.4f\n", (long long)(step - first), first_loss,
                    last_loss);
         }
-        if (ret == HX_OK && a->sample_tokens > 0 && r->mesh.tp > 1) {
+        if (ret == HX_OK && a->sample_tokens > 0 && r->mesh.pp > 1) {
+            printf("(no sample: the logits live on the last of %d pipeline stages)\n",
+                   r->mesh.pp);
+        } else if (ret == HX_OK && a->sample_tokens > 0 && r->mesh.tp > 1) {
             printf("(no sample: the logits are split over %d tensor-parallel ranks)\n",
                    r->mesh.tp);
         } else if (ret == HX_OK && a->sample_tokens > 0) {
@@ -433,7 +437,10 @@ int cmd_train(int argc, char **argv)
                                 .force_bar = rank == 0 ? a->progress_bar : 0,
                                 .first_step = a->load ? (int)r.info.state.step : 0 };
     struct hx_parallel_config par = { .mesh = &r.mesh, .ddp_bucket_size = a->ddp_bucket_size,
-                                      .serialize_grad_reduce = a->no_overlap_grad_reduce };
+                                      .serialize_grad_reduce = a->no_overlap_grad_reduce,
+                                      .pipeline_schedule = a->pipeline_schedule == NULL
+                                          ? HX_PIPE_1F1B
+                                          : hx_pipeline_schedule_parse(a->pipeline_schedule) };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;

@@ -32,6 +32,7 @@ struct train_args {
     int tp, pp, dp, sequence_parallel, ranks_per_node, zero_stage, mics;
     int world_size;                   /* ranks launched (set before parsing, not a flag) */
     const char *shard_p, *shard_g, *shard_os;
+    const char *pipeline_schedule;       /* "1f1b" or "gpipe" */
     int ddp_bucket_size, overlap_grad_reduce, no_overlap_grad_reduce;
     float comm_timeout;
     /* the sample printed at the end */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "helix/pipeline.h"
 #include "tools/train.h"
 
 const char *const train_model_flags[] = { "num-layers", "hidden-size", "num-attention-heads",
@@ -110,6 +111,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("tensor-model-parallel-size", FLAG_INT, &a->tp, 1, 1024,
       "tensor-parallel ranks (Megatron 1D: heads, MLP and vocabulary split)");
     F("pipeline-model-parallel-size", FLAG_INT, &a->pp, 1, 1024, "pipeline stages (1)");
+    F("pipeline-schedule", FLAG_STRING, &a->pipeline_schedule, 0, 0,
+      "order of forwards and backwards on a stage: 1f1b (default) or gpipe");
     F("data-parallel-size", FLAG_INT, &a->dp, 0, 1 << 20,
       "data-parallel ranks (0: world / (tp x pp)); checked against the launch");
     F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,
@@ -288,14 +291,14 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
         int local = hx_mpi_local_size();
         r.ranks_per_node = local > 0 && size % local == 0 ? local : size;
     }
-    if (hx_mesh_init(mesh, &r, quiet) != HX_OK) {
+    if (a->pipeline_schedule != NULL && hx_pipeline_schedule_parse(a->pipeline_schedule) < 0) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --pipeline-schedule '%s' is not a schedule; use "
+                    "1f1b or gpipe\n", a->pipeline_schedule);
+        }
         return 2;
     }
-    if (mesh->pp > 1) {
-        if (!quiet) {
-            fprintf(stderr, "helix: error: --pipeline-model-parallel-size %d: pipeline stages "
-                    "are not built yet; use data and tensor parallelism (pp 1)\n", mesh->pp);
-        }
+    if (hx_mesh_init(mesh, &r, quiet) != HX_OK) {
         return 2;
     }
     return 0;

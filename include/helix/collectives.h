@@ -41,6 +41,11 @@ void hx_reduce_scatter_tiles(hx_graph_t g, int ch, hx_tensor_t shard, hx_tensor_
                              int accumulate);
 /** Root's @p n single-tile tensors to every rank, as one packed message. */
 void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root);
+/** Send every row tile of @p t to group rank @p peer of the channel, one message per tile
+ *  (a tile leaves as soon as its producer finished); the peer receives with
+ *  hx_recv_tiles into a tensor of the same shape and tiling, in the same order. */
+void hx_send_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer);
+void hx_recv_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer);
 /** The channel's next collectives start only after every tile of the @p n tensors has been
  *  written (HX_OP_FENCE nodes chained on the token, HX_NODE_MAXREFS - 1 tiles each): how a
  *  baseline puts its communication after a whole phase instead of overlapping it. */

@@ -78,6 +78,15 @@ struct hx_parallel_config {
     int serialize_grad_reduce;   /**< 1: every gradient collective after the whole backward
                                   *   (--no-overlap-grad-reduce, the baseline); 0: each bucket
                                   *   as soon as the backward completed it */
+    int pipeline_schedule;       /**< enum hx_pipeline_schedule, with mesh->pp > 1 */
+};
+
+/** The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
+ *  (B); every order gives the same gradients (B runs micro-batches in order). */
+enum hx_pipeline_schedule {
+    HX_PIPE_1F1B,   /**< stage s: p-s-1 warm-up forwards, then F and B alternate (p-s in
+                     *   flight), then the remaining B (PipeDream-flush, Megatron's default) */
+    HX_PIPE_GPIPE,  /**< every forward, then every backward (M in flight) */
 };
 
 /**

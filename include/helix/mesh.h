@@ -39,6 +39,10 @@ enum hx_group_kind {
     HX_GROUP_REPLICA, /**< dp ranks holding the same parameter shard (dp/s_p) */
     HX_GROUP_SHARD_G, /**< gradient owners of one P shard (s_g/s_p) */
     HX_GROUP_SHARD_OS,/**< optimizer-state owners of one P shard (s_os/s_p) */
+    HX_GROUP_PP_BWD,  /**< the pipeline group again: its own channel for the gradients that
+                       *   travel back, so the two directions never wait on one token */
+    HX_GROUP_EMBED,   /**< first and last pipeline stage (same dp, tp): the two copies of the
+                       *   tied embedding sum their gradients; one rank elsewhere */
     HX_GROUP_COUNT
 };
 

@@ -4,7 +4,7 @@
 # exactly one "helix: error:" line (rank 0 speaks for all), naming the numbers, and no step.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
-plan 24
+plan 33
 M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --train-iters 2
  --micro-batch-size 2 --global-batch-size 8"
 
@@ -34,4 +34,9 @@ refused 2 "cannot share evenly" --micro-batch-size 2 --global-batch-size 6
 refused 1 "cannot form a mesh" --tensor-model-parallel-size 2
 refused 2 "give only one" --zero-stage 2 --shard-optim 2
 refused 2 "divisible by 2" --tensor-model-parallel-size 2 --sequence-parallel --seq-length 33
+refused 2 "not divisible by --pipeline-model-parallel-size 2" --pipeline-model-parallel-size 2 \
+    --num-layers 3
+refused 4 "not supported with --pipeline-model-parallel-size" --pipeline-model-parallel-size 2 \
+    --zero-stage 3
+refused 2 "use 1f1b or gpipe" --pipeline-model-parallel-size 2 --pipeline-schedule zigzag
 finish

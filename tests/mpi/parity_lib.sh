@@ -10,9 +10,9 @@
 # (so 4 data-parallel ranks still accumulate 2 micro-batches each), 20 AdamW steps.
 
 PARITY_TOL=${PARITY_TOL:-1e-5}
-PARITY_MODEL="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
+PARITY_MODEL=${PARITY_MODEL:-"--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
  --micro-batch-size 2 --global-batch-size 16 --train-iters 20 --lr 2e-3 --lr-warmup-iters 5
- --eval-interval 0 --eval-iters 2 --sample-tokens 16 --log-interval 5 --seed 7"
+ --eval-interval 0 --eval-iters 2 --sample-tokens 16 --log-interval 5 --seed 7"}
 COMPARE=$HX_BUILDDIR/tests/mpi/ckpt_compare
 
 parity_reference() {

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* tests/graphs/pipeline.c: pipeline schedules as data (include/helix/pipeline.h).
+ *  - every order runs each micro-batch's forward once, before its backward, and the
+ *    backwards in micro-batch order (so every schedule accumulates the same gradients);
+ *  - 1F1B keeps at most min(p - s, m) micro-batches in flight on stage s, GPipe m;
+ *  - with unit forwards and backwards of twice the cost, both leave the bubble
+ *    (p-1)/(m+p-1) of the schedule;
+ *  - a stage's graph holds only its layers, and as many activation sets as micro-batches
+ *    in flight (built for rank 0 and 1 of a pp=2 mesh, never run). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helix/error.h"
+#include "helix/gpt.h"
+#include "helix/graph.h"
+#include "helix/mesh.h"
+#include "helix/pipeline.h"
+#include "tap.h"
+
+static int order_ok(int sched, int p, int s, int m)
+{
+    int *o = malloc(sizeof(int) * 2 * (size_t)m), *f = calloc((size_t)m, sizeof(int));
+    int next_b = 0, ok = o != NULL && f != NULL;
+    if (ok) {
+        hx_pipeline_order(sched, p, s, m, o);
+    }
+    for (int k = 0; ok && k < 2 * m; k++) {
+        if (o[k] >= 0) {
+            ok = o[k] < m && !f[o[k]];
+            f[o[k] < m ? o[k] : 0] = 1;
+        } else {
+            ok = -1 - o[k] == next_b && f[next_b]; /* backwards in order, after their F */
+            next_b++;
+        }
+    }
+    free(o);
+    free(f);
+    return ok && next_b == m;
+}
+
+/* Activation tensors (role ACTIVATION) whose name says layer @p l ("h<l>.") */
+static int layer_acts(hx_graph_t g, int l)
+{
+    char pre[16];
+    snprintf(pre, sizeof pre, "h%d.", l);
+    int n = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        n += g->tensors[i]->role == HX_ROLE_ACTIVATION &&
+             strncmp(g->tensors[i]->name, pre, strlen(pre)) == 0 &&
+             strstr(g->tensors[i]->name, ".dres") == NULL;
+    }
+    return n;
+}
+
+int main(void)
+{
+    static const int ps[] = { 1, 2, 4 }, ms[] = { 1, 2, 4, 8 };
+    tap_plan(3 + 2 + 4);
+    int orders = 1, flight = 1, bubble = 1;
+    double worst = 0;
+    for (int a = 0; a < 3; a++) {
+        for (int b = 0; b < 4; b++) {
+            int p = ps[a], m = ms[b];
+            for (int sched = HX_PIPE_1F1B; sched <= HX_PIPE_GPIPE; sched++) {
+                for (int s = 0; s < p; s++) {
+                    orders &= order_ok(sched, p, s, m);
+                    int want = sched == HX_PIPE_GPIPE ? m : (p - s < m ? p - s : m);
+                    flight &= hx_pipeline_in_flight(sched, p, s, m) == want;
+                }
+                double span = hx_pipeline_makespan(sched, p, m, 1.0, 2.0);
+                double got = 1.0 - m * 3.0 / span, want = (p - 1.0) / (m + p - 1.0);
+                worst = fmax(worst, fabs(got - want));
+                bubble &= fabs(got - want) < 1e-12;
+            }
+        }
+    }
+    tap_ok(orders, "1F1B and GPipe orders: each forward once, before its backward; backwards "
+           "in micro-batch order (p 1, 2, 4; m 1, 2, 4, 8)");
+    tap_ok(flight, "in flight on stage s: min(p-s, m) with 1F1B, m with GPipe");
+    tap_ok(bubble, "bubble fraction (p-1)/(m+p-1) for both (worst difference %.2g)", worst);
+    tap_ok(hx_pipeline_schedule_parse("1f1b") == HX_PIPE_1F1B &&
+               hx_pipeline_schedule_parse("gpipe") == HX_PIPE_GPIPE &&
+               hx_pipeline_schedule_parse("zigzag") == -1,
+           "schedule names parse, and an unknown one is refused");
+    tap_ok(strcmp(hx_pipeline_schedule_name(HX_PIPE_GPIPE), "gpipe") == 0,
+           "schedule names print");
+
+    /* stage graphs of a 4-layer model on pp=2, 8 micro-batches */
+    struct hx_gpt_config c = { .vocab_size = 256, .num_layers = 4, .num_heads = 4,
+                               .hidden_size = 64, .seq_len = 32, .micro_batch_size = 2,
+                               .num_micro_batches = 8 };
+    struct hx_optim_config o;
+    hx_optim_config_default(&o, 10);
+    for (int sched = HX_PIPE_1F1B; sched <= HX_PIPE_GPIPE; sched++) {
+        int sets[2][4] = { { 0 } }, held[2] = { 0 }, ok = 1;
+        for (int r = 0; r < 2; r++) {
+            struct hx_mesh_request q = { .world_size = 2, .world_rank = r, .pp = 2 };
+            struct hx_mesh mesh;
+            struct hx_parallel_config par = { .mesh = &mesh, .pipeline_schedule = sched };
+            hx_gpt_t m;
+            if (hx_mesh_init(&mesh, &q, 0) != HX_OK ||
+                hx_gpt_build_parallel(&m, &c, &o, &par) != HX_OK) {
+                ok = 0;
+                break;
+            }
+            for (int l = 0; l < 4; l++) {
+                sets[r][l] = layer_acts(hx_gpt_graph(m), l);
+            }
+            for (int i = 0; i < hx_gpt_num_param_tensors(m); i++) {
+                held[r] += hx_gpt_param(m, i) != NULL;
+            }
+            hx_gpt_destroy(m);
+        }
+        /* 13 activation tensors per layer and set (without the backward's dres/dres_mid) */
+        int f0 = sched == HX_PIPE_GPIPE ? 8 : 2, f1 = sched == HX_PIPE_GPIPE ? 8 : 1;
+        tap_ok(ok && sets[0][0] == 13 * f0 && sets[0][1] == 13 * f0 && sets[0][2] == 0 &&
+                   sets[1][2] == 13 * f1 && sets[1][3] == 13 * f1 && sets[1][0] == 0,
+               "%s: stage 0 holds layers 0-1 in %d activation sets (%d, %d tensors), stage 1 "
+               "layers 2-3 in %d (%d, %d)", hx_pipeline_schedule_name(sched), f0, sets[0][0],
+               sets[0][1], f1, sets[1][2], sets[1][3]);
+        /* wte wpe + 2 layers on stage 0; 2 layers + wte (tied head) + lnf_w lnf_b on 1 */
+        tap_ok(ok && held[0] == 2 + 2 * 12 && held[1] == 2 * 12 + 3,
+               "%s: stage 0 keeps %d parameter tensors (want 26), stage 1 %d (want 27)",
+               hx_pipeline_schedule_name(sched), held[0], held[1]);
+    }
+    return tap_exit();
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/parity_pp4.sh: four pipeline stages (a 4-layer model, one layer per stage), 1F1B
+# and GPipe, against the serial run of the same model (<= 1e-5), and the two schedules
+# bitwise equal.
+PARITY_MODEL="--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 32
+ --micro-batch-size 2 --global-batch-size 16 --train-iters 20 --lr 2e-3 --lr-warmup-iters 5
+ --eval-interval 10 --eval-iters 2 --sample-tokens 16 --log-interval 5 --seed 7"
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/parity_lib.sh"
+plan 8
+parity_reference
+parity_check pp4 4 --pipeline-model-parallel-size 4 --ranks-per-node 2
+parity_check pp4-gpipe 4 --pipeline-model-parallel-size 4 --ranks-per-node 2 \
+    --pipeline-schedule gpipe
+ok "pp4: 1F1B and GPipe agree bitwise" \
+   'python3 -c "import json,sys; l=lambda p:[(r[\"loss\"],r[\"grad_norm\"]) for r in map(json.loads,open(p)) if \"loss\" in r]; sys.exit(l(sys.argv[1])!=l(sys.argv[2]))" "$TMP/pp4.json" "$TMP/pp4-gpipe.json"'
+finish
