@@ -169,8 +169,13 @@ static void make_slot(struct hx_gpt *m, int k)
     HX_ASSERT(S->res_out && S->layers, "out of memory");
     S->emb = actf_s(m, C, SNAME(m->first_stage ? "emb" : "stage_in"), 0);
     S->emb_part = m->first_stage ? full_of(m, S->emb, ".part") : NULL;
-    for (int l = m->lo; l < m->hi; l++) {
+    S->in2 = m->nchunks > 1 ? actf_s(m, C, SNAME("stage_in2"), 0) : NULL;
+    for (int l = 0; l < L; l++) {
         struct gpt_layer_acts *a = &S->layers[l];
+        if (!(l >= m->clo[0] && l < m->chi[0]) &&
+            !(m->nchunks > 1 && l >= m->clo[1] && l < m->chi[1])) {
+            continue; /* another stage's layer */
+        }
         a->ln1 = actf_s(m, C, SNAME("h%d.ln1", l), 0);
         a->ln1_mean = actf_s(m, 1, SNAME("h%d.ln1_mean", l), 0);
         a->ln1_rstd = actf_s(m, 1, SNAME("h%d.ln1_rstd", l), 0);
@@ -297,95 +302,108 @@ static void emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
     hx_reduce(g, m->loss_sum, m->losses, 0);
 }
 
-static void emit_forward(struct hx_gpt *m, int mb)
+int hx_gpt_vstage_rank(const struct hx_gpt *m, int v)
 {
-    const struct hx_gpt_config *c = &m->cfg;
+    return hx_pipeline_stage_of(m->par.pipeline_schedule, m->mesh.pp, v);
+}
+
+/* Virtual stages v and v+1 talk on the down channels (pp, pp_bwd) while v+1 < p, and on the
+ * channels of the way back up a folded pipeline (fold_f, fold_b) after the turn: one channel
+ * per stream, so no stream waits behind another on a token. */
+int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward)
+{
+    if (v + 1 < m->mesh.pp) {
+        return backward ? HX_GROUP_PP_BWD : HX_GROUP_PP;
+    }
+    return backward ? HX_GROUP_FOLD_B : HX_GROUP_FOLD_F;
+}
+
+/* The forward of chunk c of micro-batch mb: its input (the embedding, or the previous
+ * virtual stage's output received tile by tile), its layers, and its output (sent on, or
+ * the head and the loss after the last virtual stage). */
+static void emit_forward(struct hx_gpt *m, int mb, int c)
+{
+    const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull;
-    int tp0 = m->mesh.tp_rank == 0, heads = c->num_heads / m->mesh.tp, s = m->mesh.pp_rank;
+    int tp0 = m->mesh.tp_rank == 0, heads = cf->num_heads / m->mesh.tp;
+    int a = m->cv[c], b = a + m->cvn[c] - 1, lo = m->clo[c], hi = m->chi[c];
     use_slot(m, mb);
     g->cur.phase = HX_PHASE_FORWARD;
     g->cur.microbatch = mb;
     g->cur.layer = -1;
-    if (m->first_stage) {
+    hx_tensor_t x = c == 0 ? m->emb : m->slots[mb % m->nslots].in2;
+    if (a == 0) {
         if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
             hx_gpt_dist_gather_params(m, -1);
         }
         hx_gpt_dist_gather_params(m, 0);
         if (m->mesh.tp == 1) {
-            hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len);
+            hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], cf->seq_len);
         } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
-            hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], c->seq_len,
-                            m->mesh.tp_rank * m->V, c->vocab_size, tp0);
+            hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], cf->seq_len,
+                            m->mesh.tp_rank * m->V, cf->vocab_size, tp0);
         }
         hx_gpt_tp_reduce(m, m->emb, m->emb_part);
-    } else { /* the previous stage's output, tile by tile (sequence shards under SP) */
-        hx_recv_tiles(g, HX_GROUP_PP, m->emb, s - 1);
+    } else { /* the previous virtual stage's output, tile by tile (sequence shards under SP) */
+        hx_recv_tiles(g, hx_gpt_edge_channel(m, a - 1, 0), x, hx_gpt_vstage_rank(m, a - 1));
     }
-    g->cur.layer = m->lo;
-    struct gpt_layer_acts *a0 = &m->layers[m->lo];
-    hx_layernorm_fwd(g, a0->ln1, a0->ln1_mean, a0->ln1_rstd, m->emb,
-                     P[P_LAYER(m->lo, P_LN1_W)], P[P_LAYER(m->lo, P_LN1_B)], c->ln_eps);
-    hx_tensor_t x = m->emb;
-    for (int l = m->lo; l < m->hi; l++) {
-        struct gpt_layer_acts *a = &m->layers[l];
+    g->cur.layer = lo;
+    struct gpt_layer_acts *a0 = &m->layers[lo];
+    hx_layernorm_fwd(g, a0->ln1, a0->ln1_mean, a0->ln1_rstd, x, P[P_LAYER(lo, P_LN1_W)],
+                     P[P_LAYER(lo, P_LN1_B)], cf->ln_eps);
+    for (int l = lo; l < hi; l++) {
+        struct gpt_layer_acts *al = &m->layers[l];
         g->cur.layer = l;
-        if (l + 1 < c->num_layers) { /* the next layer's parameters, during this one */
+        if (l + 1 < cf->num_layers) { /* the next layer's parameters, during this one */
             hx_gpt_dist_gather_params(m, l + 1);
         }
-        hx_tensor_t ln1 = hx_gpt_tp_gather(m, a->ln1g, a->ln1);
-        hx_linear_fwd(g, a->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
-        hx_attention_fwd(g, a->atty, a->att_lse, a->qkv, c->seq_len, heads, c->attn_block);
+        hx_tensor_t ln1 = hx_gpt_tp_gather(m, al->ln1g, al->ln1);
+        hx_linear_fwd(g, al->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
+        hx_attention_fwd(g, al->atty, al->att_lse, al->qkv, cf->seq_len, heads, cf->attn_block);
         /* row-parallel: partial sums over tp, the bias added once */
-        hx_linear_fwd(g, m->branch_out, a->atty, P[P_LAYER(l, P_PROJ_W)],
+        hx_linear_fwd(g, m->branch_out, al->atty, P[P_LAYER(l, P_PROJ_W)],
                       tp0 ? P[P_LAYER(l, P_PROJ_B)] : NULL);
         hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
         /* x1 = x + attention branch, and LN2(x1), in one pass */
-        hx_add_layernorm_fwd(g, a->res_mid, a->ln2, a->ln2_mean, a->ln2_rstd, x, m->branch_s,
-                             P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], c->ln_eps);
-        hx_tensor_t ln2 = hx_gpt_tp_gather(m, a->ln2g, a->ln2);
-        hx_linear_gelu_fwd(g, a->fch, a->fch_gelu, ln2, P[P_LAYER(l, P_FC_W)],
+        hx_add_layernorm_fwd(g, al->res_mid, al->ln2, al->ln2_mean, al->ln2_rstd, x,
+                             m->branch_s, P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)],
+                             cf->ln_eps);
+        hx_tensor_t ln2 = hx_gpt_tp_gather(m, al->ln2g, al->ln2);
+        hx_linear_gelu_fwd(g, al->fch, al->fch_gelu, ln2, P[P_LAYER(l, P_FC_W)],
                            P[P_LAYER(l, P_FC_B)]);
-        hx_linear_fwd(g, m->branch_out, a->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
+        hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
                       tp0 ? P[P_LAYER(l, P_FCPROJ_B)] : NULL);
         hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
         /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next:
-         * the next block's LN1, or the final LN; at the end of a stage that is not the last
-         * the next LN is the next stage's, so only the sum */
-        int last = l + 1 == c->num_layers;
-        if (l + 1 == m->hi && !last) {
-            hx_add(g, m->res_out[l], a->res_mid, m->branch_s);
+         * the next block's LN1, or the final LN; at the end of a chunk that is not the
+         * model's last the next LN is another chunk's, so only the sum */
+        int last = l + 1 == cf->num_layers;
+        if (l + 1 == hi && !last) {
+            hx_add(g, m->res_out[l], al->res_mid, m->branch_s);
         } else {
             struct gpt_layer_acts *n = last ? NULL : &m->layers[l + 1];
             hx_add_layernorm_fwd(g, m->res_out[l], last ? m->lnf : n->ln1,
                                  last ? m->lnf_mean : n->ln1_mean,
-                                 last ? m->lnf_rstd : n->ln1_rstd, a->res_mid, m->branch_s,
+                                 last ? m->lnf_rstd : n->ln1_rstd, al->res_mid, m->branch_s,
                                  P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
                                  P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)],
-                                 c->ln_eps);
+                                 cf->ln_eps);
         }
         x = m->res_out[l];
     }
     g->cur.layer = -1;
-    if (!m->last_stage) {
-        hx_send_tiles(g, HX_GROUP_PP, x, s + 1);
-        if (mb == 0) {
-            m->fwd0_end = g->nnodes;
-        }
+    if (b + 1 < m->nvs) {
+        hx_send_tiles(g, hx_gpt_edge_channel(m, b, 0), x, hx_gpt_vstage_rank(m, b + 1));
         return;
     }
     hx_tensor_t lnf = hx_gpt_tp_gather(m, m->lnfg, m->lnf);
     hx_linear_fwd(g, m->logits, lnf, P[P_WTE], NULL); /* the tied head: a vocabulary shard */
-    if (mb == 0) {
-        m->fwd0_end = g->nnodes; /* evaluation stops here and takes the loss without grad */
-    }
-    /* training needs the loss and its gradient: one pass over the logits for both */
-    emit_loss(m, m->targets[mb], 1);
 }
 
 /* What the mesh asks of the model, checked again here because a mesh can be built without
  * the model's shape (hx_mesh_init reports the same problems from the command line). */
-static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms)
+static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms, int sched)
 {
     struct hx_mesh_request r = {
         .world_size = ms->world_size, .world_rank = ms->world_rank, .tp = ms->tp, .pp = ms->pp,
@@ -396,7 +414,18 @@ static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms)
         .micro_batches = c->num_micro_batches,
     };
     struct hx_mesh check;
-    return hx_mesh_init(&check, &r, 0);
+    int ret = hx_mesh_init(&check, &r, 0);
+    int nvs = hx_pipeline_virtual_stages(sched, ms->pp);
+    if (ret == HX_OK && sched == HX_PIPE_FOLD && c->num_layers % nvs != 0) {
+        ret = HX_ERR(HX_EINVAL, "--pipeline-fold cuts --num-layers %d into 2 x %d = %d equal "
+                     "chunks; choose a layer count divisible by %d", c->num_layers, ms->pp,
+                     nvs, nvs);
+    }
+    if (ret == HX_OK && (sched < HX_PIPE_1F1B || sched > HX_PIPE_FOLD)) {
+        ret = HX_ERR(HX_EINVAL, "pipeline schedule %d is not an enum hx_pipeline_schedule",
+                     sched);
+    }
+    return ret;
 }
 
 int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
@@ -407,7 +436,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     hx_mesh_serial(&serial);
     const struct hx_mesh *mesh = par != NULL && par->mesh != NULL ? par->mesh : &serial;
     if (ret == HX_OK) {
-        ret = check_mesh(cfg, mesh);
+        ret = check_mesh(cfg, mesh, par != NULL ? par->pipeline_schedule : HX_PIPE_1F1B);
     }
     if (ret != HX_OK) {
         return ret;
@@ -446,14 +475,19 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->Ns = m->mesh.sequence_parallel ? m->N / m->mesh.tp : m->N;
     m->Ml = cfg->num_micro_batches / m->mesh.dp;
     m->V = cfg->vocab_size / m->mesh.tp;
-    int per_stage = cfg->num_layers / m->mesh.pp, s = m->mesh.pp_rank, p = m->mesh.pp;
-    m->lo = s * per_stage;
-    m->hi = m->lo + per_stage;
-    m->first_stage = s == 0;
-    m->last_stage = s == p - 1;
-    /* micro-batches in flight, each with its activations: 1F1B keeps p - s */
-    int flight = m->par.pipeline_schedule == HX_PIPE_GPIPE ? m->Ml : p - s;
-    m->nslots = flight < m->Ml ? flight : m->Ml;
+    int s = m->mesh.pp_rank, p = m->mesh.pp, sched = m->par.pipeline_schedule;
+    m->nvs = hx_pipeline_virtual_stages(sched, p);
+    m->Lc = cfg->num_layers / m->nvs;
+    m->nchunks = hx_pipeline_chunks(sched, p, s, m->cv, m->cvn);
+    for (int c = 0; c < m->nchunks; c++) {
+        m->clo[c] = m->cv[c] * m->Lc;
+        m->chi[c] = (m->cv[c] + m->cvn[c]) * m->Lc;
+    }
+    m->first_stage = hx_gpt_vstage_rank(m, 0) == s;
+    m->last_stage = hx_gpt_vstage_rank(m, m->nvs - 1) == s;
+    m->wte_copies = hx_gpt_vstage_rank(m, 0) != hx_gpt_vstage_rank(m, m->nvs - 1) ? 2 : 1;
+    /* micro-batches in flight, each with its activations (1F1B: p - s) */
+    m->nslots = hx_pipeline_in_flight(sched, p, s, m->Ml);
     int lanes[HX_GROUP_COUNT];
     for (int k = 0; k < HX_GROUP_COUNT; k++) { /* a group inside one node talks intra-node */
         lanes[k] = m->mesh.groups[k].intra_node ? HX_LANE_COMM_INTRA : HX_LANE_COMM_INTER;
@@ -464,23 +498,28 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     hx_gpt_dist_tensors(m);
 
     hx_gpt_emit_zero(m);
-    int nsteps = 2 * m->Ml, *order = malloc(sizeof(int) * (size_t)nsteps);
-    HX_ASSERT(order != NULL, "out of memory");
-    hx_pipeline_order(m->par.pipeline_schedule, p, s, m->Ml, order);
-    for (int k = 0; k < nsteps; k++) { /* order[k]: micro-batch mb's forward is mb, its
-                                        * backward -1 - mb */
-        int mb = order[k] >= 0 ? order[k] : -1 - order[k];
-        if (order[k] >= 0) {
-            if (mb == 0) {
-                m->fwd0_begin = m->g->nnodes;
+    struct hx_pipe_task *tasks = malloc(sizeof *tasks * 4 * (size_t)m->Ml);
+    HX_ASSERT(tasks != NULL, "out of memory");
+    int ntasks = hx_pipeline_tasks(sched, p, s, m->Ml, tasks);
+    for (int k = 0; k < ntasks; k++) {
+        const struct hx_pipe_task *t = &tasks[k];
+        if (t->fwd) {
+            int begin = m->g->nnodes;
+            emit_forward(m, t->mb, t->chunk);
+            if (t->mb == 0) { /* evaluation reruns micro-batch 0's forward, loss aside */
+                m->fwd0[m->nfwd0][0] = begin;
+                m->fwd0[m->nfwd0++][1] = m->g->nnodes;
             }
-            emit_forward(m, mb);
+            if (m->cv[t->chunk] + m->cvn[t->chunk] == m->nvs) {
+                /* training needs the loss and its gradient: one pass over the logits */
+                emit_loss(m, m->targets[t->mb], 1);
+            }
         } else {
-            use_slot(m, mb);
-            hx_gpt_emit_backward(m, mb);
+            use_slot(m, t->mb);
+            hx_gpt_emit_backward(m, t->mb, t->chunk);
         }
     }
-    free(order);
+    free(tasks);
     use_slot(m, 0);
     hx_gpt_dist_after_backward(m);
     hx_gpt_emit_grad_norm(m);

@@ -82,18 +82,20 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     done(m, P_LAYER(l, P_LN1_W), P_LAYER(l, P_LN1_B), mb);
 }
 
-void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
+void hx_gpt_emit_backward(struct hx_gpt *m, int mb, int c)
 {
-    const struct hx_gpt_config *c = &m->cfg;
+    const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull, *G = m->gfull;
-    int L = c->num_layers, s = m->mesh.pp_rank;
+    int L = cf->num_layers, a = m->cv[c], b = a + m->cvn[c] - 1, lo = m->clo[c], hi = m->chi[c];
     g->cur.microbatch = mb;
     g->cur.layer = -1;
-    hx_gpt_dist_backward_begin(m, -1, mb);
+    if (c == m->nchunks - 1) { /* the micro-batch's first backward on this stage */
+        hx_gpt_dist_backward_begin(m, -1, mb);
+    }
 
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    if (m->last_stage) {
+    if (b == m->nvs - 1) {
         /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
         hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
         hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
@@ -110,21 +112,25 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
         hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL,
                                 m->lnf_mean, m->lnf_rstd);
         done(m, m->nparams - 2, m->nparams - 1, mb);
-    } else { /* the gradient of this stage's output, from the next stage */
-        hx_recv_tiles(g, HX_GROUP_PP_BWD, m->dtop, s + 1);
+    } else { /* the gradient of this chunk's output, from the next virtual stage */
+        hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_gpt_vstage_rank(m, b + 1));
     }
 
-    for (int l = m->hi - 1; l >= m->lo; l--) {
-        hx_tensor_t dy = l == m->hi - 1 ? m->dtop : m->layers[l + 1].dres;
-        hx_tensor_t x = l == m->lo ? m->emb : m->res_out[l - 1];
+    hx_tensor_t in = c == 0 ? m->emb : m->slots[mb % m->nslots].in2;
+    for (int l = hi - 1; l >= lo; l--) {
+        hx_tensor_t dy = l == hi - 1 ? m->dtop : m->layers[l + 1].dres;
+        hx_tensor_t x = l == lo ? in : m->res_out[l - 1];
         layer_backward(m, l, mb, dy, x);
     }
 
     g->cur.layer = -1;
-    if (!m->first_stage) { /* the gradient of the stage's input, to the previous stage */
+    if (a > 0) { /* the gradient of the chunk's input, to the previous virtual stage */
         g->cur.phase = HX_PHASE_BACKWARD_DATA;
-        hx_send_tiles(g, HX_GROUP_PP_BWD, m->layers[m->lo].dres, s - 1);
-        hx_gpt_dist_backward_end(m, mb);
+        hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->layers[lo].dres,
+                      hx_gpt_vstage_rank(m, a - 1));
+        if (c == 0) {
+            hx_gpt_dist_backward_end(m, mb);
+        }
         return;
     }
     /* embedding: wte receives both the head's and the lookup's gradient, in this order; every
@@ -132,10 +138,10 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb)
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->layers[0].dres);
     if (m->mesh.tp == 1) {
-        hx_embed_bwd(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], c->seq_len);
+        hx_embed_bwd(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], cf->seq_len);
     } else {
-        hx_embed_bwd_vp(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], c->seq_len,
-                        m->mesh.tp_rank * m->V, c->vocab_size);
+        hx_embed_bwd_vp(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], cf->seq_len,
+                        m->mesh.tp_rank * m->V, cf->vocab_size);
     }
     done(m, P_WTE, P_WPE, mb);
     hx_gpt_dist_backward_end(m, mb);

@@ -109,8 +109,9 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
         }
         /* pipeline stages: layers in equal runs; the embedding on the first stage, the final
          * LayerNorm and the tied head (a second copy of wte) on the last */
-        d->stage = d->layer >= 0 ? d->layer / (L / ms->pp) : is_lnf ? ms->pp - 1 : 0;
-        d->held = d->stage == ms->pp_rank || (i == P_WTE && ms->pp_rank == ms->pp - 1);
+        int head = hx_gpt_vstage_rank(m, m->nvs - 1);
+        d->stage = d->layer >= 0 ? hx_gpt_vstage_rank(m, d->layer / m->Lc) : is_lnf ? head : 0;
+        d->held = d->stage == ms->pp_rank || (i == P_WTE && head == ms->pp_rank);
         tp_split(d, d->k, i == P_WTE, ms->tp);
         long n = (long)d->lrows * d->lcols;
         d->piece_cnt = n / p + (j < n % p);
@@ -423,7 +424,7 @@ void hx_gpt_dist_after_backward(struct hx_gpt *m)
     if (ms->pp > 1) {
         /* the two copies of the tied wte (first stage: lookup, last: head) sum their
          * gradients, after each was reduced over its replicas; then both run the same AdamW */
-        if (m->first_stage || m->last_stage) {
+        if (m->wte_copies == 2 && (m->first_stage || m->last_stage)) {
             hx_allreduce(m->g, HX_GROUP_EMBED, 1, &m->gfinal[P_WTE], HX_SUM);
         }
         hx_allreduce(m->g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM); /* 0 but on the last */

@@ -43,7 +43,8 @@ struct gpt_bwd_temps {                   /* two sets, by layer parity */
  * model's fields below point at the slot of the micro-batch being emitted (use_slot in
  * graphs/gpt.c).  Only this stage's layers [lo, hi) exist. */
 struct gpt_slot {
-    hx_tensor_t emb;                     /* the stage's input: embedding output, or received */
+    hx_tensor_t emb;                     /* chunk 0's input: embedding output, or received */
+    hx_tensor_t in2;                     /* chunk 1's input (folded pipeline), received */
     hx_tensor_t emb_part;                /* the lookup before its tp reduction (alias of emb
                                           * without SP) */
     hx_tensor_t *res_out;                /* [L] layer outputs */
@@ -91,8 +92,13 @@ struct hx_gpt {
     int Ns;                              /* rows of a sequence shard: N/tp with SP, else N */
     int Ml;                              /* micro-batches of this rank: M/dp */
     int V;                               /* this rank's vocabulary shard: V/tp */
-    int lo, hi;                          /* this pipeline stage's layers [lo, hi) */
+    /* pipeline: the layers are cut into nvs virtual stages of Lc layers (include/helix/
+     * pipeline.h); this stage runs nchunks chunks, chunk c = virtual stages cv[c] ..
+     * cv[c]+cvn[c]-1 = layers [clo[c], chi[c]) */
+    int nvs, Lc, nchunks;
+    int cv[2], cvn[2], clo[2], chi[2];
     int first_stage, last_stage;         /* holds the embedding / the head and the loss */
+    int wte_copies;                      /* 2: first and last stage each hold the tied wte */
     int nslots;                          /* micro-batches in flight (activation sets) */
     struct gpt_slot *slots;
     int nparams;
@@ -124,12 +130,16 @@ struct hx_gpt {
     hx_tensor_t loss_sum, gnorm_sumsq;   /* (1,1) f64 */
     int first_opt_node;
     int zero_loss_node;                  /* the fill of loss_sum */
-    int fwd0_begin, fwd0_end;            /* micro-batch 0's forward up to the logits */
+    int fwd0[2][2], nfwd0;               /* micro-batch 0's forward up to the logits: node
+                                          * ranges [begin, end), one per chunk */
     int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
 
-/* graphs/gpt_backward.c: the backward of micro-batch mb (after its forward) */
-void hx_gpt_emit_backward(struct hx_gpt *m, int mb);
+/* graphs/gpt_backward.c: the backward of chunk c of micro-batch mb (after its forward) */
+void hx_gpt_emit_backward(struct hx_gpt *m, int mb, int c);
+/* graphs/gpt.c: the stage running virtual stage v; the channels of the edge v -> v+1 */
+int hx_gpt_vstage_rank(const struct hx_gpt *m, int v);
+int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);
 
 /* graphs/gpt_dist.c: the parallel transforms.  Layout and tensors first, then hooks the
  * forward and backward call at fixed points; each is a no-op on the serial mesh. */

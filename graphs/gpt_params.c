@@ -328,7 +328,9 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
     int ret = hx_tensor_write(m->tokens[0], tokens);
     ret = ret == HX_OK ? hx_tensor_write(m->targets[0], targets) : ret;
     ret = ret == HX_OK ? hx_graph_submit(m->g, m->zero_loss_node, m->zero_loss_node + 1) : ret;
-    ret = ret == HX_OK ? hx_graph_submit(m->g, m->fwd0_begin, m->fwd0_end) : ret;
+    for (int k = 0; k < m->nfwd0; k++) {
+        ret = ret == HX_OK ? hx_graph_submit(m->g, m->fwd0[k][0], m->fwd0[k][1]) : ret;
+    }
     ret = ret == HX_OK ? hx_graph_submit(m->g, m->eval_begin, m->g->nnodes) : ret;
     int wret = hx_graph_wait(m->g);
     ret = ret == HX_OK ? wret : ret;

@@ -32,7 +32,8 @@ struct train_args {
     int tp, pp, dp, sequence_parallel, ranks_per_node, zero_stage, mics;
     int world_size;                   /* ranks launched (set before parsing, not a flag) */
     const char *shard_p, *shard_g, *shard_os;
-    const char *pipeline_schedule;       /* "1f1b" or "gpipe" */
+    const char *pipeline_schedule;       /* "1f1b", "gpipe" or "fold" */
+    int pipeline_fold;                   /* --pipeline-fold: the schedule "fold" */
     int ddp_bucket_size, overlap_grad_reduce, no_overlap_grad_reduce;
     float comm_timeout;
     /* the sample printed at the end */
@@ -49,6 +50,8 @@ int train_args_check(struct train_args *a);
 /* The model and optimizer configurations the settings describe. */
 void train_args_model(const struct train_args *a, struct hx_gpt_config *c);
 void train_args_optim(const struct train_args *a, struct hx_optim_config *o);
+/* enum hx_pipeline_schedule of --pipeline-schedule / --pipeline-fold, or -1 if unknown */
+int train_args_schedule(const struct train_args *a);
 /* The mesh the distribution flags ask for, for rank @p rank of @p size: 0 or 2 (reported;
  * quiet: checked without a message, for ranks other than 0). */
 int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,

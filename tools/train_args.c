@@ -112,7 +112,9 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "tensor-parallel ranks (Megatron 1D: heads, MLP and vocabulary split)");
     F("pipeline-model-parallel-size", FLAG_INT, &a->pp, 1, 1024, "pipeline stages (1)");
     F("pipeline-schedule", FLAG_STRING, &a->pipeline_schedule, 0, 0,
-      "order of forwards and backwards on a stage: 1f1b (default) or gpipe");
+      "order of forwards and backwards on a stage: 1f1b (default), gpipe or fold");
+    F("pipeline-fold", FLAG_BOOL, &a->pipeline_fold, 0, 1,
+      "model folding (DHelix): stage s holds layer chunks s and 2p-1-s, a W-shaped pipeline");
     F("data-parallel-size", FLAG_INT, &a->dp, 0, 1 << 20,
       "data-parallel ranks (0: world / (tp x pp)); checked against the launch");
     F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,
@@ -265,6 +267,14 @@ static int parse_factor(const char *flag, const char *v, int *s, int *s0)
     return 2;
 }
 
+int train_args_schedule(const struct train_args *a)
+{
+    if (a->pipeline_schedule != NULL) {
+        return hx_pipeline_schedule_parse(a->pipeline_schedule);
+    }
+    return a->pipeline_fold ? HX_PIPE_FOLD : HX_PIPE_1F1B;
+}
+
 int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
                     struct hx_mesh *mesh)
 {
@@ -291,10 +301,27 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
         int local = hx_mpi_local_size();
         r.ranks_per_node = local > 0 && size % local == 0 ? local : size;
     }
-    if (a->pipeline_schedule != NULL && hx_pipeline_schedule_parse(a->pipeline_schedule) < 0) {
+    int sched = train_args_schedule(a);
+    if (sched < 0) {
         if (!quiet) {
             fprintf(stderr, "helix: error: --pipeline-schedule '%s' is not a schedule; use "
-                    "1f1b or gpipe\n", a->pipeline_schedule);
+                    "1f1b, gpipe or fold\n", a->pipeline_schedule);
+        }
+        return 2;
+    }
+    if (a->pipeline_fold && a->pipeline_schedule != NULL && sched != HX_PIPE_FOLD) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --pipeline-fold and --pipeline-schedule %s "
+                    "contradict each other; give one\n", a->pipeline_schedule);
+        }
+        return 2;
+    }
+    int nvs = hx_pipeline_virtual_stages(sched, a->pp);
+    if (sched == HX_PIPE_FOLD && a->layers % nvs != 0) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --pipeline-fold cuts --num-layers %d into 2 x %d = "
+                    "%d equal chunks; choose a layer count divisible by %d\n", a->layers,
+                    a->pp, nvs, nvs);
         }
         return 2;
     }

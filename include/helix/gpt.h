@@ -87,6 +87,9 @@ enum hx_pipeline_schedule {
     HX_PIPE_1F1B,   /**< stage s: p-s-1 warm-up forwards, then F and B alternate (p-s in
                      *   flight), then the remaining B (PipeDream-flush, Megatron's default) */
     HX_PIPE_GPIPE,  /**< every forward, then every backward (M in flight) */
+    HX_PIPE_FOLD,   /**< DHelix's model folding: 2p chunks, stage s holds chunk s and its
+                     *   mirror 2p-1-s; a micro-batch goes down the stages and back up (a V),
+                     *   forward then backward (a W); embedding and head both on stage 0 */
 };
 
 /**

@@ -43,6 +43,9 @@ enum hx_group_kind {
                        *   travel back, so the two directions never wait on one token */
     HX_GROUP_EMBED,   /**< first and last pipeline stage (same dp, tp): the two copies of the
                        *   tied embedding sum their gradients; one rank elsewhere */
+    HX_GROUP_FOLD_F,  /**< the pipeline group: activations on their way back up a folded
+                       *   pipeline (model folding, papers.md §2.6) */
+    HX_GROUP_FOLD_B,  /**< the pipeline group: gradients going down a folded pipeline */
     HX_GROUP_COUNT
 };
 

@@ -18,25 +18,27 @@
 #include "helix/pipeline.h"
 #include "tap.h"
 
+/* Each chunk of the stage: every micro-batch's F once, in order; its B once, in order, after
+ * its F; a chunk's B after the later chunk's B (the gradient comes back through it) and its
+ * F before the later chunk's F. */
 static int order_ok(int sched, int p, int s, int m)
 {
-    int *o = malloc(sizeof(int) * 2 * (size_t)m), *f = calloc((size_t)m, sizeof(int));
-    int next_b = 0, ok = o != NULL && f != NULL;
-    if (ok) {
-        hx_pipeline_order(sched, p, s, m, o);
-    }
-    for (int k = 0; ok && k < 2 * m; k++) {
-        if (o[k] >= 0) {
-            ok = o[k] < m && !f[o[k]];
-            f[o[k] < m ? o[k] : 0] = 1;
+    struct hx_pipe_task *t = malloc(sizeof *t * 4 * (size_t)m);
+    int first[2], len[2], nch = hx_pipeline_chunks(sched, p, s, first, len);
+    int nf[2] = { 0 }, nb[2] = { 0 }, n = t != NULL ? hx_pipeline_tasks(sched, p, s, m, t) : 0;
+    int ok = n == 2 * m * nch;
+    for (int k = 0; ok && k < n; k++) {
+        int c = t[k].chunk, j = t[k].mb;
+        if (t[k].fwd) {
+            ok = j == nf[c] && (c == 0 || nf[0] > j);
+            nf[c]++;
         } else {
-            ok = -1 - o[k] == next_b && f[next_b]; /* backwards in order, after their F */
-            next_b++;
+            ok = j == nb[c] && nf[c] > j && (c == nch - 1 || nb[c + 1] > j);
+            nb[c]++;
         }
     }
-    free(o);
-    free(f);
-    return ok && next_b == m;
+    free(t);
+    return ok;
 }
 
 /* Activation tensors (role ACTIVATION) whose name says layer @p l ("h<l>.") */
@@ -56,31 +58,40 @@ static int layer_acts(hx_graph_t g, int l)
 int main(void)
 {
     static const int ps[] = { 1, 2, 4 }, ms[] = { 1, 2, 4, 8 };
-    tap_plan(3 + 2 + 4);
-    int orders = 1, flight = 1, bubble = 1;
+    tap_plan(4 + 2 + 4 + 3);
+    int orders = 1, flight = 1, bubble = 1, fold_worse = 0;
     double worst = 0;
     for (int a = 0; a < 3; a++) {
         for (int b = 0; b < 4; b++) {
             int p = ps[a], m = ms[b];
-            for (int sched = HX_PIPE_1F1B; sched <= HX_PIPE_GPIPE; sched++) {
+            for (int sched = HX_PIPE_1F1B; sched <= HX_PIPE_FOLD; sched++) {
                 for (int s = 0; s < p; s++) {
                     orders &= order_ok(sched, p, s, m);
                     int want = sched == HX_PIPE_GPIPE ? m : (p - s < m ? p - s : m);
-                    flight &= hx_pipeline_in_flight(sched, p, s, m) == want;
+                    int got = hx_pipeline_in_flight(sched, p, s, m);
+                    flight &= sched == HX_PIPE_FOLD ? got >= 1 && got <= 2 * p : got == want;
                 }
                 double span = hx_pipeline_makespan(sched, p, m, 1.0, 2.0);
                 double got = 1.0 - m * 3.0 / span, want = (p - 1.0) / (m + p - 1.0);
+                if (sched == HX_PIPE_FOLD) { /* twice the virtual stages on p stages */
+                    got = 1.0 - m * 3.0 * 2 / span;
+                    fold_worse |= got > want + 1e-12;
+                    continue;
+                }
                 worst = fmax(worst, fabs(got - want));
                 bubble &= fabs(got - want) < 1e-12;
             }
         }
     }
-    tap_ok(orders, "1F1B and GPipe orders: each forward once, before its backward; backwards "
-           "in micro-batch order (p 1, 2, 4; m 1, 2, 4, 8)");
-    tap_ok(flight, "in flight on stage s: min(p-s, m) with 1F1B, m with GPipe");
+    tap_ok(orders, "1F1B, GPipe and folded orders: each chunk's forwards and backwards once, "
+           "in micro-batch order, a backward after its forward (p 1, 2, 4; m 1, 2, 4, 8)");
+    tap_ok(flight, "in flight on stage s: min(p-s, m) with 1F1B, m with GPipe, at most 2p "
+           "folded");
+    tap_ok(!fold_worse, "the folded W's bubble is at most 1F1B's (p-1)/(m+p-1)");
     tap_ok(bubble, "bubble fraction (p-1)/(m+p-1) for both (worst difference %.2g)", worst);
     tap_ok(hx_pipeline_schedule_parse("1f1b") == HX_PIPE_1F1B &&
                hx_pipeline_schedule_parse("gpipe") == HX_PIPE_GPIPE &&
+               hx_pipeline_schedule_parse("fold") == HX_PIPE_FOLD &&
                hx_pipeline_schedule_parse("zigzag") == -1,
            "schedule names parse, and an unknown one is refused");
     tap_ok(strcmp(hx_pipeline_schedule_name(HX_PIPE_GPIPE), "gpipe") == 0,
@@ -123,6 +134,57 @@ int main(void)
         tap_ok(ok && held[0] == 2 + 2 * 12 && held[1] == 2 * 12 + 3,
                "%s: stage 0 keeps %d parameter tensors (want 26), stage 1 %d (want 27)",
                hx_pipeline_schedule_name(sched), held[0], held[1]);
+    }
+    /* folded: stage 0 holds chunks 0 and 3 (layers 0 and 3) with the embedding and the
+     * head, stage 1 the turn (layers 1 and 2) */
+    {
+        int held[2] = { 0 }, acts[2][4] = { { 0 } }, ok = 1;
+        for (int r = 0; r < 2; r++) {
+            struct hx_mesh_request q = { .world_size = 2, .world_rank = r, .pp = 2 };
+            struct hx_mesh mesh;
+            struct hx_parallel_config par = { .mesh = &mesh, .pipeline_schedule = HX_PIPE_FOLD };
+            hx_gpt_t m;
+            if (hx_mesh_init(&mesh, &q, 0) != HX_OK ||
+                hx_gpt_build_parallel(&m, &c, &o, &par) != HX_OK) {
+                ok = 0;
+                break;
+            }
+            for (int i = 0; i < hx_gpt_num_param_tensors(m); i++) {
+                held[r] += hx_gpt_param(m, i) != NULL;
+            }
+            for (int l = 0; l < 4; l++) {
+                acts[r][l] = layer_acts(hx_gpt_graph(m), l) > 0;
+            }
+            hx_gpt_destroy(m);
+        }
+        tap_ok(ok && acts[0][0] && !acts[0][1] && !acts[0][2] && acts[0][3] && !acts[1][0] &&
+                   acts[1][1] && acts[1][2] && !acts[1][3],
+               "fold: stage 0 runs layers 0 and 3, stage 1 layers 1 and 2");
+        tap_ok(ok && held[0] == 2 + 2 * 12 + 2 && held[1] == 2 * 12,
+               "fold: stage 0 keeps wte, wpe, 2 layers and the final LayerNorm (%d tensors, "
+               "want 28; one wte for embedding and head), stage 1 %d (want 24)", held[0],
+               held[1]);
+    }
+    /* the W's phases on stage 0 (p 2, m 8): forwards only, then forwards and backwards
+     * interleaved, then backwards only */
+    {
+        struct hx_pipe_task t[32];
+        int n = hx_pipeline_tasks(HX_PIPE_FOLD, 2, 0, 8, t), k = 0, warm, steady = 0;
+        while (k < n && t[k].fwd) {
+            k++;
+        }
+        warm = k;
+        int last_f = n - 1;
+        while (last_f >= 0 && !t[last_f].fwd) {
+            last_f--;
+        }
+        for (int j = warm; j <= last_f; j++) {
+            steady += !t[j].fwd;
+        }
+        tap_ok(warm >= 2 && steady >= 4 && n - 1 - last_f >= 2,
+               "fold p 2 m 8, stage 0: warm-up of %d forwards, a steady phase with %d "
+               "backwards among the forwards, cool-down of %d backwards", warm, steady,
+               n - 1 - last_f);
     }
     return tap_exit();
 }
