@@ -82,51 +82,70 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     done(m, P_LAYER(l, P_LN1_W), P_LAYER(l, P_LN1_B), mb);
 }
 
-void hx_gpt_emit_backward(struct hx_gpt *m, int mb, int c)
+static void stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
 {
-    const struct hx_gpt_config *cf = &m->cfg;
+    m->g->cur.phase = phase;
+    m->g->cur.microbatch = mb;
+    m->g->cur.layer = layer;
+    m->g->cur.strand = m->strands ? (mb % 2 ? HX_STRAND_BETA : HX_STRAND_ALPHA) : HX_STRAND_NONE;
+}
+
+/* The backward of chunk c of micro-batch mb in three pieces: the gradient of its output
+ * (the head's after the last virtual stage, else received); each layer, top down, giving its
+ * activations back; the gradient of its input (sent back, or the embedding's). */
+void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
+{
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull, *G = m->gfull;
-    int L = cf->num_layers, a = m->cv[c], b = a + m->cvn[c] - 1, lo = m->clo[c], hi = m->chi[c];
-    g->cur.microbatch = mb;
-    g->cur.layer = -1;
+    int L = m->cfg.num_layers, b = m->cv[c] + m->cvn[c] - 1;
+    hx_gpt_use_mb(m, mb);
+    stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (c == m->nchunks - 1) { /* the micro-batch's first backward on this stage */
         hx_gpt_dist_backward_begin(m, -1, mb);
     }
-
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    if (b == m->nvs - 1) {
-        /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
-        hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
-        hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
-        g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-        hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnfg);
-        if (!m->first_stage) { /* this copy of wte gets no lookup gradient */
-            hx_gpt_dist_grad_done(m, P_WTE, mb);
-        }
-        g->cur.phase = HX_PHASE_BACKWARD_DATA;
-        hx_tensor_t xL = m->res_out[L - 1];
-        hx_layernorm_bwd_data(g, m->dtop, m->dlnf, xL, P[m->nparams - 2], m->lnf_mean,
-                              m->lnf_rstd, NULL);
-        g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-        hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL,
-                                m->lnf_mean, m->lnf_rstd);
-        done(m, m->nparams - 2, m->nparams - 1, mb);
-    } else { /* the gradient of this chunk's output, from the next virtual stage */
+    if (b + 1 < m->nvs) { /* the gradient of this chunk's output, from the next stage */
         hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_gpt_vstage_rank(m, b + 1));
+        return;
     }
-
-    hx_tensor_t in = c == 0 ? m->emb : m->slots[mb % m->nslots].in2;
-    for (int l = hi - 1; l >= lo; l--) {
-        hx_tensor_t dy = l == hi - 1 ? m->dtop : m->layers[l + 1].dres;
-        hx_tensor_t x = l == lo ? in : m->res_out[l - 1];
-        layer_backward(m, l, mb, dy, x);
+    /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
+    hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
+    hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
+    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+    hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnfg);
+    if (!m->first_stage) { /* this copy of wte gets no lookup gradient */
+        hx_gpt_dist_grad_done(m, P_WTE, mb);
     }
+    g->cur.phase = HX_PHASE_BACKWARD_DATA;
+    hx_tensor_t xL = m->res_out[L - 1];
+    hx_layernorm_bwd_data(g, m->dtop, m->dlnf, xL, P[m->nparams - 2], m->lnf_mean, m->lnf_rstd,
+                          NULL);
+    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+    hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL, m->lnf_mean,
+                            m->lnf_rstd);
+    done(m, m->nparams - 2, m->nparams - 1, mb);
+}
 
-    g->cur.layer = -1;
+void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
+{
+    int lo = m->clo[c], hi = m->chi[c];
+    hx_gpt_use_mb(m, mb);
+    stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
+    hx_tensor_t dy = l == hi - 1 ? m->dtop : m->dres[l + 1];
+    hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
+    layer_backward(m, l, mb, dy, x);
+    hx_gpt_give_layer(m, mb, l); /* read for the last time (layer l+1 read its output) */
+}
+
+void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
+{
+    const struct hx_gpt_config *cf = &m->cfg;
+    hx_graph_t g = m->g;
+    hx_tensor_t *G = m->gfull;
+    int a = m->cv[c], lo = m->clo[c];
+    hx_gpt_use_mb(m, mb);
+    stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (a > 0) { /* the gradient of the chunk's input, to the previous virtual stage */
-        g->cur.phase = HX_PHASE_BACKWARD_DATA;
-        hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->layers[lo].dres,
+        hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->dres[lo],
                       hx_gpt_vstage_rank(m, a - 1));
         if (c == 0) {
             hx_gpt_dist_backward_end(m, mb);
@@ -136,7 +155,7 @@ void hx_gpt_emit_backward(struct hx_gpt *m, int mb, int c)
     /* embedding: wte receives both the head's and the lookup's gradient, in this order; every
      * tp rank adds the (whole, gathered) gradient to its copy of wpe */
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->layers[0].dres);
+    hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->dres[0]);
     if (m->mesh.tp == 1) {
         hx_embed_bwd(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], cf->seq_len);
     } else {

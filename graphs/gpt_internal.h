@@ -38,17 +38,19 @@ struct gpt_bwd_temps {                   /* two sets, by layer parity */
     hx_tensor_t dqkv;                    /* (N,3C) */
 };
 
-/* The activations one micro-batch keeps from its forward to its backward.  A pipeline stage
- * has several micro-batches in flight (1F1B: p - s, GPipe: all), each in its own slot; the
- * model's fields below point at the slot of the micro-batch being emitted (use_slot in
- * graphs/gpt.c).  Only this stage's layers [lo, hi) exist. */
+/* What a micro-batch keeps per layer from its forward to its backward, pooled
+ * (graphs/gpt_acts.c): any set serves any layer of this stage (same shapes). */
+struct gpt_set {
+    struct gpt_layer_acts a;             /* dres, dres_mid unused: per layer, not pooled */
+    hx_tensor_t out;                     /* the layer's output (N,C) */
+};
+
+/* What a micro-batch keeps outside its layers, one slot per micro-batch in flight */
 struct gpt_slot {
     hx_tensor_t emb;                     /* chunk 0's input: embedding output, or received */
-    hx_tensor_t in2;                     /* chunk 1's input (folded pipeline), received */
     hx_tensor_t emb_part;                /* the lookup before its tp reduction (alias of emb
                                           * without SP) */
-    hx_tensor_t *res_out;                /* [L] layer outputs */
-    struct gpt_layer_acts *layers;       /* [L] */
+    hx_tensor_t in2;                     /* chunk 1's input (folded pipeline), received */
     hx_tensor_t lnf, lnf_mean, lnf_rstd, lnfg, logits, losses, xent_lse;
 };
 
@@ -99,8 +101,13 @@ struct hx_gpt {
     int cv[2], cvn[2], clo[2], chi[2];
     int first_stage, last_stage;         /* holds the embedding / the head and the loss */
     int wte_copies;                      /* 2: first and last stage each hold the tied wte */
-    int nslots;                          /* micro-batches in flight (activation sets) */
+    int nslots;                          /* micro-batches in flight */
     struct gpt_slot *slots;
+    /* the pool of layer sets: set_of[mb * L + l] is the set micro-batch mb's layer l uses
+     * (-1: none now); named[l] counts the sets first used by layer l (for their names) */
+    struct gpt_set *sets;
+    int nsets, cap_sets, *free_sets, nfree, *set_of, *named, live_sets, peak_sets;
+    int strands;                         /* 2: forward and backward interleaved by layer */
     int nparams;
     /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
      * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],
@@ -120,9 +127,12 @@ struct hx_gpt {
     hx_tensor_t dy_full, dmid_full;      /* gathered block-output and mid gradients (N,C) */
     hx_tensor_t xent_stats, xent_all;    /* vocab-parallel loss: (N,2), (tp*N,2) */
     hx_tensor_t *tokens, *targets;       /* per micro-batch (N,1) i32 */
-    hx_tensor_t emb;                     /* res[0]: embedding output (N,C) */
-    hx_tensor_t *res_out;                /* res_out[l]: output of layer l (N,C) */
+    /* the micro-batch being emitted (hx_gpt_use_mb): its slot's tensors, its layers' sets
+     * (layers[l], res_out[l]: output of layer l) and the per-layer gradients */
+    hx_tensor_t emb, in2;
+    hx_tensor_t *res_out;
     struct gpt_layer_acts *layers;
+    hx_tensor_t *dres, *dres_mid;        /* [L]: gradients of layer l's input and middle */
     struct gpt_bwd_temps bwd[2];
     hx_tensor_t branch_out;              /* projection outputs before the residual add (N,C) */
     hx_tensor_t lnf, lnf_mean, lnf_rstd, logits, losses, xent_lse, dlnf;
@@ -135,8 +145,31 @@ struct hx_gpt {
     int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
 
-/* graphs/gpt_backward.c: the backward of chunk c of micro-batch mb (after its forward) */
-void hx_gpt_emit_backward(struct hx_gpt *m, int mb, int c);
+/* graphs/gpt_acts.c: activation tensors (N rows; sequence shards; the full companion of a
+ * shard under SP), the pool of layer sets and the per-micro-batch slots */
+hx_tensor_t hx_gpt_act(struct hx_gpt *m, const char *name, int cols);
+hx_tensor_t hx_gpt_actf(struct hx_gpt *m, int cols, const char *fmt, int l);
+hx_tensor_t hx_gpt_actf_s(struct hx_gpt *m, int cols, const char *fmt, int l);
+hx_tensor_t hx_gpt_full_of(struct hx_gpt *m, hx_tensor_t s, const char *suffix);
+void hx_gpt_make_activations(struct hx_gpt *m);
+void hx_gpt_free_acts(struct hx_gpt *m);
+void hx_gpt_take_layer(struct hx_gpt *m, int mb, int l); /* a set for (mb, l), if none yet */
+void hx_gpt_give_layer(struct hx_gpt *m, int mb, int l); /* back to the pool */
+void hx_gpt_use_mb(struct hx_gpt *m, int mb);            /* the model's fields show mb's */
+
+/* graphs/gpt.c, graphs/gpt_backward.c: one chunk's forward or backward of a micro-batch in
+ * pieces, so two can be interleaved layer by layer (strands): begin (input), each layer
+ * (forward lo..hi-1, backward hi-1..lo), end (output) */
+void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c);
+void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l);
+void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c);
+void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c);
+void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l);
+void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c);
+/* The loss of the logits (with @p grad, the logits become their gradient) */
+void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad);
+/* graphs/gpt_order.c: every micro-batch's forward and backward, in the stage's order */
+void hx_gpt_emit_micro_batches(struct hx_gpt *m);
 /* graphs/gpt.c: the stage running virtual stage v; the channels of the edge v -> v+1 */
 int hx_gpt_vstage_rank(const struct hx_gpt *m, int v);
 int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);

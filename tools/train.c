@@ -438,7 +438,8 @@ int cmd_train(int argc, char **argv)
                                 .first_step = a->load ? (int)r.info.state.step : 0 };
     struct hx_parallel_config par = { .mesh = &r.mesh, .ddp_bucket_size = a->ddp_bucket_size,
                                       .serialize_grad_reduce = a->no_overlap_grad_reduce,
-                                      .pipeline_schedule = train_args_schedule(a) };
+                                      .pipeline_schedule = train_args_schedule(a),
+                                      .strands = a->strands };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;

@@ -115,6 +115,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "order of forwards and backwards on a stage: 1f1b (default), gpipe or fold");
     F("pipeline-fold", FLAG_BOOL, &a->pipeline_fold, 0, 1,
       "model folding (DHelix): stage s holds layer chunks s and 2p-1-s, a W-shaped pipeline");
+    F("strands", FLAG_BOOL, &a->strands, 0, 1,
+      "two strands (DHelix): a backward and the other strand's forward interleaved by layer");
     F("data-parallel-size", FLAG_INT, &a->dp, 0, 1 << 20,
       "data-parallel ranks (0: world / (tp x pp)); checked against the launch");
     F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,

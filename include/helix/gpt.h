@@ -79,6 +79,10 @@ struct hx_parallel_config {
                                   *   (--no-overlap-grad-reduce, the baseline); 0: each bucket
                                   *   as soon as the backward completed it */
     int pipeline_schedule;       /**< enum hx_pipeline_schedule, with mesh->pp > 1 */
+    int strands;                 /**< 1: two strands (DHelix): micro-batches alternate alpha,
+                                  *   beta; a backward and the next forward of the other
+                                  *   strand are emitted interleaved layer by layer, the
+                                  *   forward reusing the activations the backward frees */
 };
 
 /** The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
