@@ -18,15 +18,18 @@
  * minute before its pair would mostly measure the drift.  Times come from StarPU's profiling
  * clock (the codelet's start, the task's termination), so submission and wake-up latency of
  * the main thread are not counted.  Every number kept is a median (solo also the minimum):
- * over R repeats for a pair, over all of an op's solo runs (R x (1 + pairs)) for an op.  Under MPI every rank runs this
- * same sequence (collectives need every rank of their group), ranks meet at a barrier before
- * each repeat, and each sample is the maximum over the ranks: a pair is over when its
- * slowest rank is.
+ * over R repeats for a pair, over all of an op's solo runs (R x (1 + pairs)) for an op.
+ * Under MPI every rank runs this same sequence (collectives need every rank of their group),
+ * ranks meet at a barrier before each repeat, and each sample is the maximum over the
+ * ranks: a pair is over when its slowest rank is.
  *
  * State between measurements: a node run again and again is idempotent except an in-place
- * all-reduce (x := sum over tp, doubling the values each time at tp 2) and weight-gradient
+ * all-reduce (x := sum over tp: at tp 2 the values double on every run) and weight-gradient
  * accumulation (+=).  Before each forward node's row of pairs both models run a forward and
- * backward pass again, so every row starts from the values of a real step. */
+ * backward pass again, so every row starts from the values of a real step.  Within a row a
+ * forward all-reduce may run ~2R x nbwd times and overflow its own buffer to Inf; only that
+ * all-reduce reads it before the next refresh, and MPI sums Inf as fast as finite floats.  A
+ * backward one runs 2R times per row (x 2^20 at R 10, still finite, no denormals). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,6 +133,11 @@ static int check_out(const char *out)
         dir[1] = '\0';
     } else {
         *slash = '\0';
+    }
+    struct stat st;
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "helix: error: --out %s is a directory; give a file name\n", out);
+        return 2;
     }
     if (access(dir, W_OK | X_OK) != 0) {
         fprintf(stderr, "helix: error: --out %s: directory %s is not writable (%s); create it "
@@ -338,18 +344,17 @@ static int profile(struct po_run *r)
     s->repeats = a->repeats;
     s->ranks = r->size;
     s->verbose = r->rank == 0;
-    int *yf = NULL, *xb = NULL, nyf, nxb;
-    int ret = overlap_lists(s->x, s->layer, s->bwd_microbatch, &s->fwd, &s->nfwd, &xb, &nxb);
-    ret = ret == HX_OK ? overlap_lists(s->y, s->layer, s->bwd_microbatch, &yf, &nyf, &s->bwd,
-                                       &s->nbwd)
-                       : ret;
-    free(xb);
-    free(yf);
-    if (ret != HX_OK) {
+    /* builders are deterministic: y's graph holds the same nodes at the same ids as x's */
+    HX_ASSERT(hx_gpt_graph(s->y)->nnodes == hx_gpt_graph(s->x)->nnodes,
+              "two builds of one configuration differ: %d and %d nodes",
+              hx_gpt_graph(s->x)->nnodes, hx_gpt_graph(s->y)->nnodes);
+    if (overlap_lists(s->x, s->layer, s->bwd_microbatch, &s->fwd, &s->nfwd, &s->bwd,
+                      &s->nbwd) != HX_OK) {
         return 1;
     }
     HX_ASSERT(s->nfwd > 0 && s->nbwd > 0, "layer %d has %d forward and %d backward nodes",
               s->layer, s->nfwd, s->nbwd);
+    int ret;
     struct hx_runtime_opts ro;
     hx_runtime_opts_init(&ro);
     ro.workers = a->workers;

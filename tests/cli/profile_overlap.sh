@@ -7,7 +7,7 @@
 # 2 with one message: an unknown flag, one worker, a --layer out of range.
 set -u
 . "$(dirname "$0")/lib.sh"
-plan 12
+plan 13
 TINY="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 4"
 # shellcheck disable=SC2086  # TINY is a list of flags
 run "$HELIX" profile-overlap $TINY --repeats 1 --out "$TMP/t.json"
@@ -70,6 +70,9 @@ ok "--workers 1: exit 2 before starting StarPU" 'rc_is 2 && err_has "^helix: err
 run "$HELIX" profile-overlap $TINY --out "$TMP/missing/t.json"
 ok "an --out in a missing directory: exit 2 before measuring" \
     'rc_is 2 && err_has "^helix: error: --out .*missing/t.json: directory .* is not writable" && ! [ -e "$TMP/missing" ]'
+# shellcheck disable=SC2086
+run "$HELIX" profile-overlap $TINY --out "$TMP"
+ok "an --out that is a directory: exit 2" 'rc_is 2 && err_has "is a directory; give a file name"'
 # shellcheck disable=SC2086
 run "$HELIX" profile-overlap $TINY --num-attention-heads 3
 ok "a model flag the model refuses (heads not dividing C): exit 2" 'rc_is 2 && err_has "not divisible"'

@@ -175,7 +175,8 @@ int main(void)
     expect_bad("garbage-after", "{} x", HX_EFORMAT, "unexpected 'x' after the value");
     expect_bad("bad-number", "{\"a\": 01}", HX_EFORMAT, "may not start with 0");
     expect_bad("nan", "{\"a\": NaN}", HX_EFORMAT, "expected a value, found 'N'");
-    expect_bad("top-array", "[]", HX_EFORMAT, "the top-level value has type array, expected object");
+    expect_bad("top-array", "[]", HX_EFORMAT,
+               "the top-level value has type array, expected object");
     char *s = edited(good, "helix-overlap-1", "helix-overlap-0");
     expect_bad("schema", s, HX_EFORMAT, "has schema \"helix-overlap-0\"");
     free(s);
@@ -183,7 +184,8 @@ int main(void)
     expect_bad("no-field", s, HX_EFORMAT, "has no field \"vocab_size\"");
     free(s);
     s = edited(good, "\"solo_ms\": ", "\"solo_ms\": \"fast\", \"x\": ");
-    expect_bad("mistyped", s, HX_EFORMAT, "field ops[0].solo_ms (line 5) has type string, expected number");
+    expect_bad("mistyped", s, HX_EFORMAT,
+               "field ops[0].solo_ms (line 5) has type string, expected number");
     free(s);
     s = edited(good, "\"layer\": 2", "\"layer\": 2.5");
     expect_bad("not-int", s, HX_EFORMAT, "layer is 2.5, expected an integer");
