@@ -49,6 +49,7 @@ int hx_overlap_table_init(struct hx_overlap_table *t, int nfwd, int nbwd)
     for (int i = 0; i < t->nops; i++) {
         snprintf(t->ops[i].key, sizeof t->ops[i].key, "%c%d", i < nfwd ? 'F' : 'B',
                  i < nfwd ? i : i - nfwd);
+        t->ops[i].cls = i;
     }
     for (int i = 0; i < nfwd; i++) {
         for (int j = 0; j < nbwd; j++) {
@@ -122,7 +123,11 @@ static void write_table(FILE *f, const struct hx_overlap_table *t)
     fprintf(f, ",\n \"ops\": [");
     for (int i = 0; i < t->nops; i++) {
         const struct hx_overlap_op *o = &t->ops[i];
-        fprintf(f, "%s\n  {\"key\": \"%s\", \"op\": ", i ? "," : "", o->key);
+        fprintf(f, "%s\n  {\"key\": \"%s\", ", i ? "," : "", o->key);
+        if (t->classes) {
+            fprintf(f, "\"class\": \"%s\", ", t->ops[o->cls].key);
+        }
+        fprintf(f, "\"op\": ");
         hx_json_write_string(f, o->op);
         fprintf(f, ", \"kind\": \"%s\", \"lane\": \"%s\", \"flops\": %.17g, \"bytes\": %.17g, "
                 "\"solo_ms\": %.17g, \"solo_ms_min\": %.17g}", o->comm ? "comm" : "comp",
@@ -319,6 +324,21 @@ static int read_ops(const struct reader *r, const struct hx_json *root,
         if (d->lane < 0) {
             return HX_ERR(HX_EFORMAT, "overlap table %s: %s.lane is \"%s\", expected "
                           "\"compute\", \"comm_intra\" or \"comm_inter\"", r->path, where, lane);
+        }
+        const struct hx_json *cls = hx_json_get(o, "class");
+        if (cls != NULL) { /* optional: present when measured by class */
+            char ck[16];
+            if (get_str(r, o, where, "class", ck, sizeof ck) != HX_OK) {
+                return HX_EFORMAT;
+            }
+            int c = key_index(t, ck), self = (int)(d - t->ops);
+            if (c < 0 || c > self || (c < nf) != (self < nf)) {
+                return HX_ERR(HX_EFORMAT, "overlap table %s: %s.class is \"%s\" (line %d); "
+                              "it must name this op or an earlier one of the same side",
+                              r->path, where, ck, cls->line);
+            }
+            d->cls = c;
+            t->classes = 1;
         }
         if (!(d->solo_ms >= 0) || !(d->solo_ms_min >= 0)) {
             return HX_ERR(HX_EFORMAT, "overlap table %s: %s has a negative solo time", r->path,

@@ -23,6 +23,12 @@
  * ranks meet at a barrier before each repeat, and each sample is the maximum over the
  * ranks: a pair is over when its slowest rank is.
  *
+ * With classes (--classes), ops doing the same work (overlap_same_work: the row tiles of one
+ * operation) share one class: its first op stands for it.  Solo runs of any member count
+ * for the class, and only pairs of two first ops are co-run; since a class's first op is
+ * its smallest index, the pair (first of class(F_i), first of class(B_j)) is the first pair
+ * of those two classes in row order, measured before any pair that reuses it.
+ *
  * State between measurements: a node run again and again is idempotent except an in-place
  * all-reduce (x := sum over tp: at tp 2 the values double on every run) and weight-gradient
  * accumulation (+=).  Before each forward node's row of pairs both models run a forward and
@@ -71,6 +77,79 @@ int overlap_serialized(const struct hx_node *a, const struct hx_node *b)
 {
     return a->kind == HX_KIND_COMM && b->kind == HX_KIND_COMM &&
            a->args.coll.channel == b->args.coll.channel;
+}
+
+static int args_equal(enum hx_op op, const union hx_op_args *a, const union hx_op_args *b)
+{
+    switch (op) {
+    case HX_OP_MATMUL:
+    case HX_OP_MATMUL_GELU:
+        return memcmp(&a->mm, &b->mm, sizeof a->mm) == 0;
+    case HX_OP_ATTENTION_FWD:
+    case HX_OP_ATTENTION_BWD:
+        return memcmp(&a->attn, &b->attn, sizeof a->attn) == 0;
+    case HX_OP_EMBED_FWD:
+    case HX_OP_EMBED_BWD:
+        return memcmp(&a->emb, &b->emb, sizeof a->emb) == 0;
+    case HX_OP_ADAMW:
+        return memcmp(&a->adamw, &b->adamw, sizeof a->adamw) == 0;
+    case HX_OP_XENT_VP_STATS:
+    case HX_OP_XENT_VP:
+        return memcmp(&a->xvp, &b->xvp, sizeof a->xvp) == 0;
+    case HX_OP_ALLREDUCE:
+    case HX_OP_ALLGATHER:
+    case HX_OP_REDUCE_SCATTER:
+    case HX_OP_BROADCAST:
+    case HX_OP_ALLTOALL:
+    case HX_OP_SEND:
+    case HX_OP_RECV:
+    case HX_OP_FENCE: {
+        struct hx_coll_args x = a->coll, y = b->coll;
+        x.seq = y.seq = 0; /* the position on the channel is no part of the work */
+        return memcmp(&x, &y, sizeof x) == 0;
+    }
+    default:
+        return memcmp(&a->rows, &b->rows, sizeof a->rows) == 0;
+    }
+}
+
+int overlap_same_work(const struct hx_graph *gp, const struct hx_node *p,
+                      const struct hx_graph *gq, const struct hx_node *q)
+{
+    if (p->op != q->op || p->kind != q->kind || p->lane != q->lane || p->flops != q->flops ||
+        p->bytes != q->bytes || p->nrefs != q->nrefs || !args_equal(p->op, &p->args, &q->args)) {
+        return 0;
+    }
+    for (int r = 0; r < p->nrefs; r++) {
+        const struct hx_tensor *tp = gp->tensors[p->refs[r].tensor];
+        const struct hx_tensor *tq = gq->tensors[q->refs[r].tensor];
+        if (p->refs[r].mode != q->refs[r].mode || tp->dtype != tq->dtype ||
+            tp->cols != tq->cols ||
+            hx_tile_nrows(tp, p->refs[r].tile) != hx_tile_nrows(tq, q->refs[r].tile)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* t->ops[i].cls: the first op of i's side doing the same work (i itself without classes). */
+static void set_classes(const struct overlap_setup *s, struct hx_overlap_table *t)
+{
+    hx_graph_t gx = hx_gpt_graph(s->x), gy = hx_gpt_graph(s->y);
+    t->classes = s->classes;
+    for (int i = 0; i < t->nops; i++) {
+        int fwd = i < s->nfwd, first = fwd ? 0 : s->nfwd;
+        hx_graph_t g = fwd ? gx : gy;
+        const struct hx_node *n = &g->nodes[fwd ? s->fwd[i] : s->bwd[i - s->nfwd]];
+        t->ops[i].cls = i;
+        for (int c = first; s->classes && c < i; c++) {
+            const struct hx_node *m = &g->nodes[fwd ? s->fwd[c] : s->bwd[c - s->nfwd]];
+            if (t->ops[c].cls == c && overlap_same_work(g, m, g, n)) {
+                t->ops[i].cls = c;
+                break;
+            }
+        }
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -152,11 +231,13 @@ static int refresh(const struct overlap_setup *s)
 }
 
 /* Samples: what the ranks agree on with one MAX all-reduce, so every rank must take them in
- * the same order and the same number.  An op's solo samples: R alone at the start, then R in
- * each of its co-run pairs, at most cap = R x (1 + max(nfwd, nbwd)). */
+ * the same order and the same number.  Solo samples belong to a class (row cls of `solo`,
+ * the class's first op): R per member at the start, then R in each co-run pair of the
+ * class, at most cap = R x (largest class + max(nfwd, nbwd)).  Pair samples are kept at the
+ * measured pairs' indices. */
 struct samples {
-    int cap;        /* solo samples an op can have */
-    int *nsolo;     /* per op: solo samples taken */
+    int cap;        /* solo samples a class can have */
+    int *nsolo;     /* per class (first op): solo samples taken */
     double *solo;   /* nops x cap */
     double *span;   /* npairs x R */
     double *own_a;  /* npairs x R */
@@ -165,12 +246,14 @@ struct samples {
     long count;
 };
 
-static int solo_sample(const struct overlap_setup *s, struct samples *sm, int op)
+static int solo_sample(const struct overlap_setup *s, const struct hx_overlap_table *t,
+                       struct samples *sm, int op)
 {
-    int fwd = op < s->nfwd;
-    HX_ASSERT(sm->nsolo[op] < sm->cap, "op %d: more than %d solo samples", op, sm->cap);
+    int fwd = op < s->nfwd, c = t->ops[op].cls;
+    HX_ASSERT(sm->nsolo[c] < sm->cap, "class of op %d: more than %d solo samples", op,
+              sm->cap);
     return run_solo(s, fwd ? s->x : s->y, fwd ? s->fwd[op] : s->bwd[op - s->nfwd],
-                    &sm->solo[(long)op * sm->cap + sm->nsolo[op]++]);
+                    &sm->solo[(long)c * sm->cap + sm->nsolo[c]++]);
 }
 
 static int measure_all(const struct overlap_setup *s, const struct hx_overlap_table *t,
@@ -182,27 +265,31 @@ static int measure_all(const struct overlap_setup *s, const struct hx_overlap_ta
     double t0 = now_s();
     for (int i = 0; i < t->nops && ret == HX_OK; i++) {
         for (int r = 0; r < R && ret == HX_OK; r++) {
-            ret = solo_sample(s, sm, i);
+            ret = solo_sample(s, t, sm, i);
         }
     }
     for (int i = 0; i < s->nfwd && ret == HX_OK; i++) {
+        if (t->ops[i].cls != i) {
+            continue; /* its class's first op's row stands for it */
+        }
         ret = refresh(s);
         for (int j = 0; j < s->nbwd && ret == HX_OK; j++) {
             int k = i * s->nbwd + j;
-            if (overlap_serialized(&gx->nodes[s->fwd[i]], &gy->nodes[s->bwd[j]])) {
-                continue; /* never co-run: see overlap_measure */
+            if (t->ops[s->nfwd + j].cls != s->nfwd + j ||
+                overlap_serialized(&gx->nodes[s->fwd[i]], &gy->nodes[s->bwd[j]])) {
+                continue; /* another pair's numbers, or never co-run (see overlap_measure) */
             }
             for (int r = 0; r < R && ret == HX_OK; r++) {
-                ret = solo_sample(s, sm, i);
-                ret = ret == HX_OK ? solo_sample(s, sm, s->nfwd + j) : ret;
+                ret = solo_sample(s, t, sm, i);
+                ret = ret == HX_OK ? solo_sample(s, t, sm, s->nfwd + j) : ret;
                 ret = ret == HX_OK ? run_pair(s, s->fwd[i], s->bwd[j], &sm->span[k * R + r],
                                               &sm->own_a[k * R + r], &sm->own_b[k * R + r])
                                    : ret;
             }
         }
         if (s->verbose && ret == HX_OK) {
-            fprintf(stderr, "profile-overlap: F%d of %d paired with %d backward ops (%.1f s)\n",
-                    i, s->nfwd, s->nbwd, now_s() - t0);
+            fprintf(stderr, "profile-overlap: F%d of %d paired with the backward ops "
+                    "(%.1f s)\n", i, s->nfwd, now_s() - t0);
         }
     }
     return ret;
@@ -215,8 +302,17 @@ int overlap_measure(const struct overlap_setup *s, struct hx_overlap_table *t)
     HX_ASSERT(t->nfwd == s->nfwd && t->nbwd == s->nbwd && R >= 1,
               "table %d x %d for lists %d x %d, %d repeats", t->nfwd, t->nbwd, s->nfwd,
               s->nbwd, R);
+    set_classes(s, t);
     struct samples sm;
-    sm.cap = R * (1 + (t->nfwd > t->nbwd ? t->nfwd : t->nbwd));
+    int largest = 0;
+    for (int c = 0; c < t->nops; c++) {
+        int n = 0;
+        for (int i = c; i < t->nops; i++) {
+            n += t->ops[i].cls == c;
+        }
+        largest = n > largest ? n : largest;
+    }
+    sm.cap = R * (largest + (t->nfwd > t->nbwd ? t->nfwd : t->nbwd));
     sm.count = (long)t->nops * sm.cap + 3L * R * t->npairs;
     sm.all = calloc((size_t)(sm.count > 0 ? sm.count : 1), sizeof(double));
     sm.nsolo = calloc((size_t)(t->nops > 0 ? t->nops : 1), sizeof(int));
@@ -242,8 +338,8 @@ int overlap_measure(const struct overlap_setup *s, struct hx_overlap_table *t)
         o->lane = (int)n->lane;
         o->flops = n->flops;
         o->bytes = n->bytes;
-        double *v = &sm.solo[(long)i * sm.cap];
-        o->solo_ms = median(v, sm.nsolo[i]); /* sorted now: v[0] is the minimum */
+        double *v = &sm.solo[(long)o->cls * sm.cap];
+        o->solo_ms = median(v, sm.nsolo[o->cls]); /* sorted now: v[0] is the minimum */
         o->solo_ms_min = v[0];
     }
     for (int k = 0; k < t->npairs && ret == HX_OK; k++) {
@@ -259,9 +355,10 @@ int overlap_measure(const struct overlap_setup *s, struct hx_overlap_table *t)
             p->oef = 0.0;
             continue;
         }
-        p->corun_ms = median(&sm.span[k * R], R);
-        p->a_ms = median(&sm.own_a[k * R], R);
-        p->b_ms = median(&sm.own_b[k * R], R);
+        long m = (long)(a->cls * s->nbwd + (b->cls - s->nfwd)) * R; /* the measured pair */
+        p->corun_ms = median(&sm.span[m], R);
+        p->a_ms = median(&sm.own_a[m], R);
+        p->b_ms = median(&sm.own_b[m], R);
         p->oef = hx_oef(a->solo_ms, b->solo_ms, p->corun_ms);
     }
     free(sm.all);

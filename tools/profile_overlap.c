@@ -28,7 +28,7 @@
 struct po_args {
     int layers, hidden, heads, seq_len, micro_batch, vocab, micro_batches;
     int tp, sequence_parallel, ranks_per_node, tile_seqs, attn_block;
-    int layer, repeats, workers, seed;
+    int layer, repeats, workers, seed, classes;
     float comm_timeout;
     const char *out, *sched;
 };
@@ -66,6 +66,9 @@ static void args_init(struct po_args *a, struct flag_set *s)
       "consecutive ranks sharing a node (0: Open MPI's local size)");
     F("layer", FLAG_INT, &a->layer, -1, 1 << 20, "layer to profile (-1: num-layers / 2)");
     F("repeats", FLAG_INT, &a->repeats, 1, 1000, "runs of every op and pair (median kept)");
+    F("classes", FLAG_BOOL, &a->classes, 0, 1,
+      "time one op per class of identical work (the row tiles of an operation) and one pair "
+      "per pair of classes; the others reuse their numbers (ops get \"class\")");
     F("out", FLAG_STRING, &a->out, 0, 0, "JSON table file, written atomically (-: stdout)");
     F("workers", FLAG_INT, &a->workers, 0, 64,
       "CPU workers, at least 2 (0: STARPU_NCPU or all cores)");
@@ -249,8 +252,8 @@ static void print_pair(FILE *f, const struct hx_overlap_table *t, const struct h
 static void summary(FILE *f, const struct hx_overlap_table *t, const char *out)
 {
     const struct hx_overlap_model *m = &t->model;
-    fprintf(f, "helix profile-overlap: layer %d of %d (C=%d, %d heads, T=%d, B=%d, V=%d, tp %d%s, "
-            "dp %d), %d forward + %d backward ops, %d workers, %d rank%s, %d repeats\n",
+    fprintf(f, "helix profile-overlap: layer %d of %d (C=%d, %d heads, T=%d, B=%d, V=%d, "
+            "tp %d%s, dp %d), %d forward + %d backward ops, %d workers, %d rank%s, %d repeats\n",
             t->layer, m->num_layers, m->hidden_size, m->num_heads, m->seq_length,
             m->micro_batch_size, m->vocab_size, m->tp, m->sequence_parallel ? " +sp" : "",
             m->dp, t->nfwd, t->nbwd, t->workers, t->ranks, t->ranks > 1 ? "s" : "", t->repeats);
@@ -259,15 +262,19 @@ static void summary(FILE *f, const struct hx_overlap_table *t, const char *out)
     for (int i = 0; i < t->nops; i++) {
         const struct hx_overlap_op *o = &t->ops[i];
         ncomm += o->comm;
-        fprintf(f, "  %-4s %-20s %-4s %-10s %9.3f / %9.3f   %.3g flop, %.3g B\n", o->key, o->op,
+        fprintf(f, "  %-4s %-20s %-4s %-10s %9.3f / %9.3f   %.3g flop, %.3g B", o->key, o->op,
                 o->comm ? "comm" : "comp", hx_overlap_lane_name(o->lane), o->solo_ms,
                 o->solo_ms_min, o->flops, o->bytes);
+        if (o->cls != i) {
+            fprintf(f, "   (class %s)", t->ops[o->cls].key);
+        }
+        fprintf(f, "\n");
     }
     /* per class (comp||comp, comp||comm, comm||comm): the mean OEF, and the time-weighted
      * one, sum of hidden time / sum of min(T(a), T(b)): a pair with a 10 us op has an OEF
      * that is mostly the other op's noise divided by 10 us, and weighs little there */
     const struct hx_overlap_pair **v = malloc(sizeof *v * (size_t)(t->npairs ? t->npairs : 1));
-    int n = 0, nser = 0, cnt[3] = { 0, 0, 0 };
+    int n = 0, nser = 0, nreused = 0, cnt[3] = { 0, 0, 0 };
     double sum[3] = { 0, 0, 0 }, hidden[3] = { 0, 0, 0 }, shorter[3] = { 0, 0, 0 };
     for (int k = 0; v != NULL && k < t->npairs; k++) {
         const struct hx_overlap_pair *p = &t->pairs[k];
@@ -276,7 +283,11 @@ static void summary(FILE *f, const struct hx_overlap_table *t, const char *out)
             nser++;
             continue;
         }
-        v[n++] = p;
+        if (a->cls == p->a && b->cls == p->b) {
+            v[n++] = p; /* a measured pair: the others repeat its numbers */
+        } else {
+            nreused++;
+        }
         int c = a->comm + b->comm;
         cnt[c]++;
         sum[c] += p->oef;
@@ -286,8 +297,11 @@ static void summary(FILE *f, const struct hx_overlap_table *t, const char *out)
     if (v != NULL && n > 0) {
         qsort(v, (size_t)n, sizeof *v, by_oef_desc);
         int show = n < 5 ? n : 5;
-        fprintf(f, "%d pairs co-run, %d serialized (two collectives of one channel); best by "
-                "OEF:\n", n, nser);
+        fprintf(f, "%d pairs: %d co-run", t->npairs, n);
+        if (nreused > 0) {
+            fprintf(f, ", %d with the numbers of their classes' pair", nreused);
+        }
+        fprintf(f, ", %d serialized (two collectives of one channel); best by OEF:\n", nser);
         for (int k = 0; k < show; k++) {
             print_pair(f, t, v[k]);
         }
@@ -342,6 +356,7 @@ static int profile(struct po_run *r)
     s->layer = a->layer;
     s->bwd_microbatch = r->cfg.num_micro_batches / r->mesh.dp - 1;
     s->repeats = a->repeats;
+    s->classes = a->classes;
     s->ranks = r->size;
     s->verbose = r->rank == 0;
     /* builders are deterministic: y's graph holds the same nodes at the same ids as x's */

@@ -30,6 +30,13 @@
  * Every (F, B) pair appears exactly once.  "serialized": true marks two collectives of one
  * channel: the channel token runs them one after the other in any real execution, so they
  * are not co-run; their corun_ms is the sum of the solo medians and their OEF 0.
+ *
+ * Classes (profile-overlap --classes): ops doing the same work (the row tiles of one
+ * operation: same op, arguments, tile shapes, lane) form a class; each op then carries
+ * "class": the key of its class's first op.  Every op of a class has the class's solo times
+ * (all their runs pooled), and every pair takes the numbers measured on the pair of its two
+ * classes' first ops.  Without --classes there is no "class" field and every op and pair is
+ * measured on its own.
  * Test: tests/schedulers/overlap_table.c.
  */
 #ifndef HELIX_OVERLAP_H
@@ -50,6 +57,8 @@ struct hx_overlap_op {
     double flops, bytes; /**< of the node */
     double solo_ms;      /**< median solo time */
     double solo_ms_min;  /**< fastest solo time */
+    int cls;             /**< index in ops of the first op of its class ("class"), its own
+                          *   index when the table has no classes */
 };
 
 /** One (forward, backward) pair. */
@@ -70,6 +79,7 @@ struct hx_overlap_model {
 struct hx_overlap_table {
     struct hx_overlap_model model;
     int layer, workers, ranks, repeats;
+    int classes;                   /**< 1: ops carry "class" (measured by class) */
     char host[128], date[64];
     int nops;                      /**< nfwd + nbwd */
     struct hx_overlap_op *ops;     /**< F0..F(nfwd-1), then B0..B(nbwd-1) */
@@ -84,15 +94,17 @@ double hx_oef(double ta, double tb, double tab);
 
 /**
  * Allocate an empty table of @p nfwd forward and @p nbwd backward ops: keys "F0".. and
- * "B0".. filled in, pair (i, j) at i * nbwd + j with a = i, b = nfwd + j, everything else 0.
+ * "B0".. filled in, every op its own class, pair (i, j) at i * nbwd + j with a = i,
+ * b = nfwd + j, everything else 0.
  * @return HX_OK or HX_ENOMEM.
  */
 int hx_overlap_table_init(struct hx_overlap_table *t, int nfwd, int nbwd);
 
 /**
  * Read a table written by helix profile-overlap.  Checks the JSON syntax, the schema name,
- * every field's presence and type, that the keys are F0..F(n-1) and B0..B(m-1) and that
- * every (F, B) pair appears exactly once.
+ * every field's presence and type, that the keys are F0..F(n-1) and B0..B(m-1), that a
+ * "class" names an earlier or the same op of its side, and that every (F, B) pair appears
+ * exactly once.
  * @return HX_OK; HX_EIO (file missing or unreadable), HX_EFORMAT (bad JSON, wrong schema, a
  *         missing or mistyped field, a missing or repeated pair); the message, already
  *         printed, names the file and the field.  @p t is empty (freeable) on failure.

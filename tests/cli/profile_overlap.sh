@@ -4,10 +4,11 @@
 # every forward op, every backward op and every (F, B) pair exactly once, whose OEF agrees
 # with its own times, OEF = (solo a + solo b - co-run) / min(solo a, solo b), on every entry
 # (a consistency check: nothing here depends on how fast the machine is).  Bad input exits
-# 2 with one message: an unknown flag, one worker, a --layer out of range.
+# 2 with one message: an unknown flag, one worker, a --layer out of range.  With --classes,
+# ops of one class share their solo times and pairs of one class pair their co-run times.
 set -u
 . "$(dirname "$0")/lib.sh"
-plan 13
+plan 14
 TINY="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --micro-batch-size 4"
 # shellcheck disable=SC2086  # TINY is a list of flags
 run "$HELIX" profile-overlap $TINY --repeats 1 --out "$TMP/t.json"
@@ -53,6 +54,36 @@ ok "the table has every F x B pair once and OEF = (a + b - corun) / min(a, b) on
 run "$HELIX" profile-overlap $TINY --repeats 1
 ok "--out - (the default): the JSON on stdout, the summary on stderr" \
     'rc_is 0 && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$OUT" && err_has "^mean OEF"'
+# shellcheck disable=SC2086
+run "$HELIX" profile-overlap $TINY --repeats 1 --classes --out "$TMP/c.json"
+python3 - "$TMP/c.json" >"$TMP/check.txt" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ops = {o["key"]: o for o in d["ops"]}
+idx = {o["key"]: i for i, o in enumerate(d["ops"])}
+for o in d["ops"]:
+    c = ops[o["class"]]
+    assert c["key"][0] == o["key"][0] and idx[c["key"]] <= idx[o["key"]], o
+    assert c["class"] == c["key"], "a class is named by its first op"
+    for f in ("op", "flops", "bytes", "solo_ms", "solo_ms_min"):
+        assert o[f] == c[f], (o, c)
+pairs = {(p["a"], p["b"]): p for p in d["pairs"]}
+F = [k for k in ops if k[0] == "F"]
+B = [k for k in ops if k[0] == "B"]
+assert set(pairs) == {(f, b) for f in F for b in B}
+for (f, b), p in pairs.items():
+    q = pairs[(ops[f]["class"], ops[b]["class"])]
+    assert p["corun_ms"] == q["corun_ms"] and p["oef"] == q["oef"], (p, q)
+    a, bb = ops[f]["solo_ms"], ops[b]["solo_ms"]
+    assert abs(p["oef"] - (a + bb - p["corun_ms"]) / min(a, bb)) <= 1e-9 * max(1, abs(p["oef"]))
+ncls = len({o["class"] for o in d["ops"]})
+assert ncls < len(ops), "no two ops share a class"
+print("%d ops in %d classes" % (len(ops), ncls))
+PY
+rc=$?
+diag <"$TMP/check.txt"
+ok "--classes: one class per distinct work, members share solo and pair numbers, OEF consistent" \
+    "[ $rc -eq 0 ] && rc_is 0 && out_has 'with the numbers of their classes. pair'"
 run "$HELIX" profile-overlap --help
 ok "--help: exit 0, lists --layer and --repeats" 'rc_is 0 && out_has "--layer" && out_has "--repeats"'
 run "$HELIX" profile-overlap --layr 1

@@ -5,7 +5,9 @@
 # with --sequence-parallel) on the intra-node comm lane, every rank runs the same sequence
 # and rank 0 alone writes the table; a pair of two collectives of the tp channel is not
 # co-run but marked serialized (co-run = a + b, OEF 0); every other pair is measured and
-# its OEF agrees with its times.  Consistency checks only, never timing thresholds.
+# its OEF agrees with its times; with --classes (the sequence-parallel run) the collectives
+# of one shape share a class whatever their place on the channel.  Consistency checks only,
+# never timing thresholds.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 plan 4
@@ -37,11 +39,15 @@ for (f, b), p in pairs.items():
         assert p["corun_ms"] == a + bb and p["oef"] == 0, p
     oef = (a + bb - p["corun_ms"]) / min(a, bb)
     assert abs(p["oef"] - oef) <= 1e-9 * max(1.0, abs(oef)), (p, oef)
+if sp:  # run with --classes: the row tiles' collectives differ only in their sequence number
+    ccls = {ops[k]["class"] for k in comm}
+    assert len(ccls) < len(comm), "every collective in its own class"
+    assert all(ops[ops[k]["class"]]["kind"] == "comm" for k in comm)
 print("%d x %d ops, %d collectives, %d serialized pairs" % (len(F), len(B), len(comm), nser))
 PY
 for sp in 0 1; do
     flag=
-    [ $sp -eq 1 ] && flag=--sequence-parallel
+    [ $sp -eq 1 ] && flag="--sequence-parallel --classes"
     # shellcheck disable=SC2086  # TINY and flag are lists of flags
     run hx_mpirun 2 "$HELIX" profile-overlap $TINY --repeats 1 --tensor-model-parallel-size 2 \
         $flag --out "$TMP/tp2_$sp.json"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/schedulers/overlap_table.c: the overlap table (include/helix/overlap.h) survives a
- * write and a load bit for bit, the lookups find every op and pair, and each kind of bad
- * input is refused with HX_EIO or HX_EFORMAT and a message that names the file and what is
- * wrong: missing file, bad JSON, wrong schema, missing or mistyped field, missing, repeated
- * or misordered keys and pairs.  No StarPU needed. */
+ * write and a load bit for bit, with and without classes, the lookups find every op and
+ * pair, and each kind of bad input is refused with HX_EIO or HX_EFORMAT and a message that
+ * names the file and what is wrong: missing file, bad JSON, wrong schema, missing or
+ * mistyped field, misordered keys, a class on the other side or later, missing, repeated or
+ * swapped pairs.  No StarPU needed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ static int same(const struct hx_overlap_table *a, const struct hx_overlap_table 
 {
     if (memcmp(&a->model, &b->model, sizeof a->model) != 0 || a->layer != b->layer ||
         a->workers != b->workers || a->ranks != b->ranks || a->repeats != b->repeats ||
+        a->classes != b->classes ||
         strcmp(a->host, b->host) != 0 || strcmp(a->date, b->date) != 0 || a->nfwd != b->nfwd ||
         a->nbwd != b->nbwd || a->npairs != b->npairs) {
         return 0;
@@ -57,7 +59,7 @@ static int same(const struct hx_overlap_table *a, const struct hx_overlap_table 
         const struct hx_overlap_op *x = &a->ops[i], *y = &b->ops[i];
         if (strcmp(x->key, y->key) || strcmp(x->op, y->op) || x->comm != y->comm ||
             x->lane != y->lane || x->flops != y->flops || x->bytes != y->bytes ||
-            x->solo_ms != y->solo_ms || x->solo_ms_min != y->solo_ms_min) {
+            x->solo_ms != y->solo_ms || x->solo_ms_min != y->solo_ms_min || x->cls != y->cls) {
             return 0;
         }
     }
@@ -145,7 +147,7 @@ int main(void)
     if (mkdtemp(dir) == NULL) {
         tap_skip_all("cannot create a temporary directory");
     }
-    tap_plan(19);
+    tap_plan(22);
     struct hx_overlap_table t, u;
     char path[256];
     snprintf(path, sizeof path, "%s/table.json", dir);
@@ -168,6 +170,26 @@ int main(void)
            "lookups: unknown, padded or swapped keys give NULL");
 
     char *good = slurp(path);
+    /* with classes: F1 does F0's work, B2 B1's; "class" is written and read back */
+    struct hx_overlap_table c, cu;
+    fill(&c);
+    c.classes = 1;
+    c.ops[1].cls = 0;
+    c.ops[4].cls = 3;
+    char cpath[256];
+    snprintf(cpath, sizeof cpath, "%s/classes.json", dir);
+    wret = hx_overlap_table_write(&c, cpath);
+    lret = hx_overlap_table_load(cpath, &cu);
+    char *ctext = slurp(cpath);
+    tap_ok(wret == HX_OK && lret == HX_OK && same(&c, &cu) && ctext != NULL &&
+               strstr(ctext, "{\"key\": \"B2\", \"class\": \"B1\", ") != NULL &&
+               good != NULL && strstr(good, "\"class\"") == NULL,
+           "round trip with classes: \"class\" written (B2 -> B1) and read back; a table "
+           "without classes has no \"class\"");
+    hx_overlap_table_free(&c);
+    hx_overlap_table_free(&cu);
+    free(ctext);
+
     expect_bad("missing", NULL, HX_EIO, "cannot open overlap table");
     expect_bad("empty", "", HX_EFORMAT, "not valid JSON: line 1, column 1: expected a value");
     expect_bad("trailing-comma", "{\"schema\": \"helix-overlap-1\",}", HX_EFORMAT,
@@ -202,6 +224,12 @@ int main(void)
         s[strstr(s, "]}\n") - s + 3] = '\0';
     }
     expect_bad("missing-pair", s, HX_EFORMAT, "\"pairs\" has no entry for (F1, B2)");
+    free(s);
+    s = edited(good, "{\"key\": \"F1\", ", "{\"key\": \"F1\", \"class\": \"B0\", ");
+    expect_bad("class-other-side", s, HX_EFORMAT, "ops[1].class is \"B0\"");
+    free(s);
+    s = edited(good, "{\"key\": \"F0\", ", "{\"key\": \"F0\", \"class\": \"F1\", ");
+    expect_bad("class-later", s, HX_EFORMAT, "must name this op or an earlier one");
     free(s);
     s = edited(good, "{\"a\": \"F0\", \"b\": \"B0\"", "{\"a\": \"B0\", \"b\": \"F0\"");
     expect_bad("swapped-pair", s, HX_EFORMAT, "\"a\" must be a forward key");
