@@ -15,8 +15,8 @@ static void usage(FILE *f)
                "  sample    continue a prompt with a trained checkpoint (helix sample --help)\n"
                "  bench     training speed on fixed configurations, against PyTorch "
                "(helix bench --help)\n"
-               "  profile-overlap  solo and co-run times of a layer's operators, with each "
-               "pair's OEF (helix profile-overlap --help)\n"
+               "  profile-overlap  how well a layer's operators overlap, pair by pair (OEF)\n"
+               "            (helix profile-overlap --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");

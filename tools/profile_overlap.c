@@ -55,11 +55,11 @@ static void args_init(struct po_args *a, struct flag_set *s)
     F("micro-batch-size", FLAG_INT, &a->micro_batch, 1, 65536, "sequences per micro-batch");
     F("vocab-size", FLAG_INT, &a->vocab, 2, 1 << 20, "vocabulary");
     F("num-micro-batches", FLAG_INT, &a->micro_batches, 0, 1 << 20,
-      "micro-batches per step, all data-parallel ranks together (0: one per dp rank)");
+      "micro-batches per step over all dp ranks (0: one per dp rank)");
     F("tile-seqs", FLAG_INT, &a->tile_seqs, 0, 65536, "sequences per row tile (0: auto)");
     F("attn-block", FLAG_INT, &a->attn_block, 0, 65536, "attention block (0: 64)");
     F("tensor-model-parallel-size", FLAG_INT, &a->tp, 1, 1024,
-      "tensor-parallel ranks (under mpirun; collectives appear only with tp > 1)");
+      "tensor-parallel ranks (under mpirun; tp > 1 adds collectives)");
     F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,
       "shard LayerNorm and residual regions over the sequence within tp");
     F("ranks-per-node", FLAG_INT, &a->ranks_per_node, 0, 1 << 20,
@@ -67,15 +67,14 @@ static void args_init(struct po_args *a, struct flag_set *s)
     F("layer", FLAG_INT, &a->layer, -1, 1 << 20, "layer to profile (-1: num-layers / 2)");
     F("repeats", FLAG_INT, &a->repeats, 1, 1000, "runs of every op and pair (median kept)");
     F("classes", FLAG_BOOL, &a->classes, 0, 1,
-      "time one op per class of identical work (the row tiles of an operation) and one pair "
-      "per pair of classes; the others reuse their numbers (ops get \"class\")");
+      "time one op per class of identical work (row tiles of one operation), reused by the rest");
     F("out", FLAG_STRING, &a->out, 0, 0, "JSON table file, written atomically (-: stdout)");
     F("workers", FLAG_INT, &a->workers, 0, 64,
       "CPU workers, at least 2 (0: STARPU_NCPU or all cores)");
     F("sched", FLAG_STRING, &a->sched, 0, 0, "scheduling policy (default hx-prio)");
     F("seed", FLAG_INT, &a->seed, 0, 2147483647, "seed of the parameters and tokens");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
-      "seconds without collective progress before every rank reports and exits (0: never)");
+      "seconds without collective progress before the ranks stop (0: never)");
     flags_init(s, table, ntable);
 }
 

@@ -29,7 +29,8 @@
  *
  * Every (F, B) pair appears exactly once.  "serialized": true marks two collectives of one
  * channel: the channel token runs them one after the other in any real execution, so they
- * are not co-run; their corun_ms is the sum of the solo medians and their OEF 0.
+ * are not co-run; their corun_ms is the sum of the solo medians, a_ms and b_ms are the solo
+ * medians, and their OEF is 0.
  *
  * Classes (profile-overlap --classes): ops doing the same work (the row tiles of one
  * operation: same op, arguments, tile shapes, lane) form a class; each op then carries
