@@ -2,7 +2,8 @@
 /* graphs/submit.c: the IR handed to StarPU.  Each node becomes one task whose codelet is the
  * op's, whose buffers are the node's tiles with the node's access modes, and whose cl_arg
  * and sched_data are the node itself, so a codelet reads its arguments and a policy classifies
- * the task in O(1).  StarPU derives the same dependencies as hx_graph_deps from the order. */
+ * the task in O(1).  StarPU derives the same dependencies as hx_graph_deps from the order.
+ * The timed variant adds a callback that stamps each task's start and termination. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,32 @@ static enum starpu_data_access_mode starpu_mode(enum hx_access m)
     return m == HX_RW ? STARPU_RW : (m == HX_W ? STARPU_W : STARPU_R);
 }
 
-int hx_graph_submit(hx_graph_t g, int first, int last)
+/* Termination callback of a timed task.  A collective's codelet returns as soon as it has
+ * posted the transfer (an end-dependency keeps the task alive), so StarPU's end_time is the
+ * posting; the task really ends here, when the callback runs. */
+static void timed_done(void *arg)
+{
+    struct hx_task_time *tt = arg;
+    double now = starpu_timing_now();
+    struct starpu_task *task = starpu_task_get_current();
+    struct starpu_profiling_task_info *pi = task ? task->profiling_info : NULL;
+    if (pi != NULL) {
+        tt->start_us = starpu_timing_timespec_to_us(&pi->start_time);
+        tt->end_us = tt->node->kind == HX_KIND_COMM
+                         ? now
+                         : starpu_timing_timespec_to_us(&pi->end_time);
+        tt->worker = pi->workerid;
+    } else {
+        tt->start_us = tt->end_us = now;
+        tt->worker = -1;
+    }
+    if (hx_trace_active()) {
+        hx_trace_record((void *)tt->node);
+    }
+    __atomic_store_n(&tt->done, 1, __ATOMIC_RELEASE);
+}
+
+static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *times)
 {
     if (first < 0) {
         first = 0;
@@ -43,7 +69,13 @@ int hx_graph_submit(hx_graph_t g, int first, int last)
             t->dyn_modes = malloc(sizeof(enum starpu_data_access_mode) * (size_t)n->nrefs);
             HX_ASSERT(t->dyn_handles != NULL && t->dyn_modes != NULL, "out of memory");
         }
-        if (hx_trace_active()) {
+        if (times != NULL) {
+            struct hx_task_time *tt = &times[i - first];
+            memset(tt, 0, sizeof *tt);
+            tt->node = n;
+            t->callback_func = timed_done;
+            t->callback_arg = tt;
+        } else if (hx_trace_active()) {
             t->callback_func = hx_trace_record;
             t->callback_arg = n;
         }
@@ -61,6 +93,16 @@ int hx_graph_submit(hx_graph_t g, int first, int last)
         }
     }
     return HX_OK;
+}
+
+int hx_graph_submit(hx_graph_t g, int first, int last)
+{
+    return submit_range(g, first, last, NULL);
+}
+
+int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time *times)
+{
+    return submit_range(g, first, last, times);
 }
 
 int hx_graph_wait(hx_graph_t g)

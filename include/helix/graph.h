@@ -146,6 +146,23 @@ int hx_graph_write_dot(const struct hx_graph *g, FILE *f);
  * @return HX_OK or a negative status (reported).
  */
 int hx_graph_submit(hx_graph_t g, int first, int last);
+/** When one task of hx_graph_submit_timed ran (StarPU's clock, microseconds). */
+struct hx_task_time {
+    const struct hx_node *node; /**< the task's node, set at submission */
+    double start_us;            /**< a worker started the codelet */
+    double end_us;              /**< the task terminated: for a collective, whose codelet only
+                                 *   posts the transfer, when the transfer completed */
+    int worker;                 /**< StarPU worker id, -1 without profiling */
+    int done;                   /**< set to 1 (release store) once the fields are written */
+};
+
+/**
+ * hx_graph_submit of nodes [first, last), recording when each one ran into
+ * @p times[i - first] (last - first entries, owned by the caller, alive until the tasks
+ * terminated).  Start times need StarPU's profiling (hx_runtime_opts.profiling); without it
+ * start_us = end_us = the termination time.  Used by the overlap profiler.
+ */
+int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time *times);
 /** Wait for all submitted tasks; @return the run status (HX_OK if no task failed). */
 int hx_graph_wait(hx_graph_t g);
 

@@ -14,6 +14,7 @@
  * data.h     byte corpora and batches
  * trace.h    task traces for Perfetto
  * checkpoint.h  save, verify and load the training state; llm.c import
+ * overlap.h  the operator overlap table (OEF) that profile-overlap writes and planners read
  */
 #ifndef HELIX_HELIX_H
 #define HELIX_HELIX_H
@@ -28,6 +29,7 @@
 #include "helix/layers.h"
 #include "helix/mesh.h"
 #include "helix/ops.h"
+#include "helix/overlap.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "helix/tensor.h"
