@@ -15,6 +15,8 @@ static void usage(FILE *f)
                "  sample    continue a prompt with a trained checkpoint (helix sample --help)\n"
                "  bench     training speed on fixed configurations, against PyTorch "
                "(helix bench --help)\n"
+               "  plan-strands  DHelix's pairing plan of one layer from an overlap table "
+               "(helix plan-strands --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -35,6 +37,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "bench") == 0) {
         return cmd_bench(argc, argv);
+    }
+    if (strcmp(argv[1], "plan-strands") == 0) {
+        return cmd_plan_strands(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);

@@ -57,5 +57,6 @@ void flags_format(const struct flag *f, char *buf, size_t n);
 int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plan_strands(int argc, char **argv);
 
 #endif /* HX_TOOLS_H */

@@ -28,6 +28,7 @@
 #include "helix/layers.h"
 #include "helix/mesh.h"
 #include "helix/ops.h"
+#include "helix/plan.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "helix/tensor.h"
