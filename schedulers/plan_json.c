@@ -1,16 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* schedulers/plan_json.c: a pairing plan on disk, schema "helix-plan-1", for the scheduler
- * that will execute it:
- *   {"schema": "helix-plan-1", "layer": l, "predicted_ms": .., "sequential_ms": ..,
- *    "max_segment": S, "barrier_ms": .., "orders_considered": {"forward": n, "backward": m,
- *    "forward_all": true if n is every candidate, "backward_all": ..},
- *    "forward_ops": [op of F0, F1, ...], "backward_ops": [op of B0, ...],
- *    "forward_order": ["F0", "F2", ...], "backward_order": ["B0", ...],
- *    "steps": [{"forward": ["F0", "F2"], "backward": ["B4"], "predicted_ms": ..,
- *               "sequential_ms": ..}, ...]}
- * Each step's keys are the next ones of the two orders, so the steps cover every op once;
- * the reader checks it.  Times are printed with 17 digits, so they read back exactly.
- * Test: tests/schedulers/plan_io.c */
+/* schedulers/plan_json.c: a pairing plan on disk, schema "helix-plan-1" (below), for the
+ * scheduler that will execute it.  Each step's keys are the next ones of the two orders, so
+ * the steps cover every op once; the reader checks it.  Times are printed with 17 digits,
+ * so they read back exactly.  Test: tests/schedulers/plan_io.c */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +14,14 @@
 #include "schedulers/json.h"
 
 #define SCHEMA "helix-plan-1"
+
+/*   {"schema": "helix-plan-1", "layer": l, "predicted_ms": .., "sequential_ms": ..,
+ *    "max_segment": S, "barrier_ms": .., "orders_considered": {"forward": n, "backward": m,
+ *    "forward_all": true if n is every candidate, "backward_all": ..},
+ *    "forward_ops": [op of F0, F1, ...], "backward_ops": [op of B0, ...],
+ *    "forward_order": ["F0", "F2", ...], "backward_order": ["B0", ...],
+ *    "steps": [{"forward": ["F0", "F2"], "backward": ["B4"], "predicted_ms": ..,
+ *               "sequential_ms": ..}, ...]} */
 
 static void put_keys(FILE *f, char side, const int *order, int from, int to)
 {

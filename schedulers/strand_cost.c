@@ -1,21 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* schedulers/strand_cost.c: the predicted time of one step of a plan, by simulating two
  * lanes (papers.md §2.4, "Recommended generalisation").  Each side runs its ops in order;
- * work is counted in solo milliseconds, and while forward op x and backward op y overlap
- * each progresses at a rate taken from the pair's profile; an op whose partner side is done
- * runs at rate 1 (solo speed).
- *
- * Rates.  The profiler starts x and y together and records each one's own duration, a_ms
- * and b_ms; the shorter one (say x, a_ms <= b_ms) overlapped for its whole life, the longer
- * one ran alone for its last b_ms - a_ms.  Solving for the rates that reproduce both
- * durations:
- *     rate_x = solo_x / a_ms
- *     rate_y = (solo_y - (b_ms - a_ms)) / a_ms     (>= 0: y cannot go backwards)
- * so the simulated pair ends at max(a_ms, b_ms), as measured.  (Taking solo/own for both
- * would let a pair that ran one after the other, a_ms = solo_x and b_ms = solo_x + solo_y,
- * finish in less than solo_x + solo_y.)  A serialized pair thus keeps the total work rate
- * at 1, and the plan's time stays the sequential time; a perfectly overlapped pair (own
- * times = solo times) runs both at rate 1.  Inside a segment the rates of a pair are used
+ * work is counted in solo milliseconds; while forward op x and backward op y overlap each
+ * progresses at a rate taken from the pair's profile (pair_rates), and an op whose partner
+ * side is done runs at rate 1 (solo speed).  Inside a segment a pair's rates are used
  * whatever point each op has reached: the profile has nothing finer.
  * Test: tests/schedulers/strand_plan.c */
 #include <math.h>
@@ -49,8 +37,18 @@ void hx_strand_costs_free(struct hx_strand_costs *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Rates of forward op x and backward op y while they overlap (solo ms per ms); an op whose
- * co-run time is 0 ends at once (rate infinite). */
+/* Rates of forward op x and backward op y while they overlap, in solo ms per ms.
+ *
+ * The profiler starts x and y together and records each one's own duration, a_ms and b_ms;
+ * the shorter one (say x, a_ms <= b_ms) overlapped for its whole life, the longer one ran
+ * alone for its last b_ms - a_ms.  The rates that reproduce both durations:
+ *     rate_x = solo_x / a_ms
+ *     rate_y = (solo_y - (b_ms - a_ms)) / a_ms     (>= 0: y cannot go backwards)
+ * so the simulated pair ends at max(a_ms, b_ms), as measured.  (Taking solo/own for both
+ * would let a pair that ran one after the other, a_ms = solo_x and b_ms = solo_x + solo_y,
+ * finish before solo_x + solo_y.)  A serialized pair thus keeps the total rate at 1 and a
+ * plan's time stays the sequential time; a perfectly overlapped pair (own times = solo
+ * times) runs both at rate 1.  An op whose co-run time is 0 ends at once (rate infinite). */
 static void pair_rates(const struct hx_strand_costs *c, int x, int y, double *rx, double *ry)
 {
     double sx = c->f_solo[x], sy = c->b_solo[y];

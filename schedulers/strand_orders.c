@@ -15,8 +15,7 @@
 
 struct order_store {
     struct hx_order_set *set;
-    int cap;                 /* max orders */
-    uint64_t *hash;          /* [cap] */
+    uint64_t *hash;          /* [max orders] */
     int *slot;               /* [nslot] order index + 1, 0 = empty */
     int nslot;
 };
@@ -48,6 +47,26 @@ static int store_add(struct order_store *st, const int *ord)
     st->hash[o->n] = h;
     st->slot[s] = ++o->n;
     return 1;
+}
+
+/* Successor lists (CSR) from the DAG's predecessor lists: @p off has n + 2 zeroed entries
+ * and ends with the offsets in off[0..n]. */
+static void successors(const struct hx_strand_list *s, int *off, int *succ)
+{
+    int n = s->n;
+    for (int e = 0; e < s->dag.off[n]; e++) {
+        off[s->dag.pred[e] + 2]++;
+    }
+    for (int k = 0; k < n; k++) {
+        off[k + 2] += off[k + 1];
+    }
+    /* off[p + 1] is now the start of p's list; filling advances it to the end, which is
+     * the start of p + 1's: off ends as the CSR offsets */
+    for (int k = 0; k < n; k++) {
+        for (int e = s->dag.off[k]; e < s->dag.off[k + 1]; e++) {
+            succ[off[s->dag.pred[e] + 1]++] = k;
+        }
+    }
 }
 
 /* Insertion places of op @p v in @p ord with v removed: [*lo, *hi] of the shorter sequence. */
@@ -95,7 +114,7 @@ int hx_strand_orders(const struct hx_strand_list *s, int max_orders, struct hx_o
         return HX_ERR(HX_EINVAL, "max_orders %d: at least the submission order (1) is needed",
                       max_orders);
     }
-    struct order_store st = { o, max_orders, NULL, NULL, 1 };
+    struct order_store st = { o, NULL, NULL, 1 };
     while (st.nslot < 2 * max_orders) {
         st.nslot *= 2;
     }
@@ -103,7 +122,7 @@ int hx_strand_orders(const struct hx_strand_list *s, int max_orders, struct hx_o
     o->orders = malloc(sizeof(int) * (size_t)max_orders * (size_t)n);
     st.hash = malloc(sizeof(uint64_t) * (size_t)max_orders);
     st.slot = calloc((size_t)st.nslot, sizeof(int));
-    int *succ_off = calloc((size_t)n + 1, sizeof(int));
+    int *succ_off = calloc((size_t)n + 2, sizeof(int));
     int *succ = malloc(sizeof(int) * ((size_t)s->dag.off[n] + 1));
     int *pos = malloc(sizeof(int) * (size_t)n), *cur = malloc(sizeof(int) * (size_t)n);
     int *cand = malloc(sizeof(int) * (size_t)n), *mov = malloc(sizeof(int) * (size_t)n);
@@ -116,28 +135,7 @@ int hx_strand_orders(const struct hx_strand_list *s, int max_orders, struct hx_o
         hx_order_set_free(o);
         goto out;
     }
-    /* successors, from the predecessor lists */
-    for (int e = 0; e < s->dag.off[n]; e++) {
-        succ_off[s->dag.pred[e] + 1]++;
-    }
-    for (int k = 0; k < n; k++) {
-        succ_off[k + 1] += succ_off[k];
-    }
-    {
-        int *fill = calloc((size_t)n + 1, sizeof(int));
-        if (fill == NULL) {
-            ret = HX_ERR(HX_ENOMEM, "orders of a list of %d ops", n);
-            hx_order_set_free(o);
-            goto out;
-        }
-        for (int k = 0; k < n; k++) {
-            for (int e = s->dag.off[k]; e < s->dag.off[k + 1]; e++) {
-                int p = s->dag.pred[e];
-                succ[succ_off[p] + fill[p]++] = k;
-            }
-        }
-        free(fill);
-    }
+    successors(s, succ_off, succ);
     for (int k = 0; k < n; k++) {
         cur[k] = k;
     }

@@ -1,19 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* schedulers/strand_plan.c: the pairing DP (papers.md §2.4) and the search over candidate
- * orders.  For one forward order F (nf ops) and one backward order B (nb ops):
- *
- *        j = 0   1   2  ...  nb          T(i,j): best time of F[0,i) and B[0,j)
- *   i=0    0 -> solo B ->                  co-run step: (i',j') -> (i,j), 1 <= i-i' <= S
- *   1      |  \                                          and 1 <= j-j' <= S
- *   ...  solo F  co-run                    solo step:  (i-1,j) or (i,j-1)
- *   nf                     T(nf,nb)
- *
+/* schedulers/strand_plan.c: the pairing DP (papers.md §2.4) over operator prefixes of one
+ * forward order and one backward order, and the search over pairs of candidate orders.
  * O(nf nb S^2) transitions per order pair, each an O(S) two-lane simulation
  * (strand_cost.c); S = max_segment bounds the work when per-tile lists are 30-80 ops long.
  * Row i only reads F[0, i) and column j only B[0, j): orders are visited sorted, so that
  * neighbours share long prefixes, and only the rows or columns past the shared prefix are
- * recomputed (hx_plan_search).
- * Test: tests/schedulers/strand_plan.c */
+ * recomputed.  Test: tests/schedulers/strand_plan.c */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +39,15 @@ struct dp {
 
 #define AT(d, i, j) ((size_t)(i) * (size_t)((d)->nb + 1) + (size_t)(j))
 
-/* Recompute every cell (i, j) with i >= r0 or j >= c0; the others hold the values of an
+/* The table, for F (nf ops) against B (nb ops):
+ *
+ *        j = 0   1   2  ...  nb          T(i,j): best time of F[0,i) and B[0,j)
+ *   i=0    0 -> solo B ->                  co-run step: (i',j') -> (i,j), 1 <= i-i' <= S
+ *   1      |  \                                          and 1 <= j-j' <= S
+ *   ...  solo F  co-run                    solo step:  (i-1,j) or (i,j-1)
+ *   nf                     T(nf,nb)
+ *
+ * Recompute every cell (i, j) with i >= r0 or j >= c0; the others hold the values of an
  * earlier pair of orders sharing F[0, r0) and B[0, c0), which are all they depend on.
  * Row-major, so a cell's predecessors (i' <= i, j' <= j) are ready when it is computed. */
 static void dp_fill(struct dp *d, const struct hx_strand_costs *c, const int *F, const int *B,

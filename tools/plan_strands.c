@@ -139,6 +139,15 @@ static void print_plan(const struct hx_plan *p, const struct plan_args *a)
            p->predicted_ms, p->sequential_ms, saving);
 }
 
+static int count(const int *flag, int n)
+{
+    int c = 0;
+    for (int k = 0; k < n; k++) {
+        c += flag[k] != 0;
+    }
+    return c;
+}
+
 static int plan_layer(const struct plan_args *a, const struct hx_strand_profile *t,
                       hx_gpt_t model, const struct hx_mesh *mesh)
 {
@@ -173,9 +182,10 @@ static int plan_layer(const struct plan_args *a, const struct hx_strand_profile 
            m->num_heads, m->seq_length, m->micro_batch_size, m->vocab_size, m->tp,
            m->sequence_parallel ? " + sp" : "", m->dp, m->num_micro_batches, a->profile,
            t->layer);
-    printf("forward: %d ops (micro-batch 0), backward: %d ops (micro-batch %d); movable: "
-           "ops with at most %d descendants in their list; co-run segments of at most %d "
-           "ops\n", F.n, B.n, last_mb, a->movable_desc, a->max_segment);
+    printf("forward: %d ops (micro-batch 0), backward: %d ops (micro-batch %d); movable (at "
+           "most %d descendants in their list): %d forward, %d backward; co-run segments of "
+           "at most %d ops\n", F.n, B.n, last_mb, a->movable_desc, count(F.movable, F.n),
+           count(B.movable, B.n), a->max_segment);
     print_plan(&p, a);
     if (a->out != NULL) {
         if (hx_plan_write_json(&p, a->out) != HX_OK) {

@@ -148,7 +148,7 @@ struct hx_plan {
  * only one-op solo steps are tried; consecutive solo steps of one side are merged after.
  * Ties prefer a solo step (it needs no barrier), then longer co-run segments (fewer
  * barriers).  Fills @p plan's steps (if not NULL).
- * @return the predicted makespan.
+ * @return the predicted makespan, or NaN when out of memory (reported).
  */
 double hx_plan_dp(const struct hx_strand_costs *c, const int *f_order, int nf,
                   const int *b_order, int nb, int max_segment, double barrier_ms,
