@@ -340,14 +340,13 @@ char *hx_json_slurp(const char *path)
     char *buf = malloc(cap);
     while (buf != NULL) {
         n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) {
+        if (n < cap - 1) { /* end of file (or an error, checked below) */
             break;
         }
         cap *= 2;
         char *grown = realloc(buf, cap);
         if (grown == NULL) {
             free(buf);
-            buf = NULL;
             errno = ENOMEM;
         }
         buf = grown;
