@@ -17,6 +17,8 @@ static void usage(FILE *f)
                "(helix bench --help)\n"
                "  profile-overlap  how well a layer's operators overlap, pair by pair (OEF)\n"
                "            (helix profile-overlap --help)\n"
+               "  plan-strands  DHelix's pairing plan of one layer from an overlap table "
+               "(helix plan-strands --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -40,6 +42,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "profile-overlap") == 0) {
         return cmd_profile_overlap(argc, argv);
+    }
+    if (strcmp(argv[1], "plan-strands") == 0) {
+        return cmd_plan_strands(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);

@@ -58,5 +58,6 @@ int cmd_train(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_profile_overlap(int argc, char **argv);
+int cmd_plan_strands(int argc, char **argv);
 
 #endif /* HX_TOOLS_H */

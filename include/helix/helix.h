@@ -30,6 +30,7 @@
 #include "helix/mesh.h"
 #include "helix/ops.h"
 #include "helix/overlap.h"
+#include "helix/plan.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "helix/tensor.h"

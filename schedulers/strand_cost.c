@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* schedulers/strand_cost.c: the predicted time of one step of a plan, by simulating two
+ * lanes (papers.md §2.4, "Recommended generalisation").  Each side runs its ops in order;
+ * work is counted in solo milliseconds; while forward op x and backward op y overlap each
+ * progresses at a rate taken from the pair's profile (pair_rates), and an op whose partner
+ * side is done runs at rate 1 (solo speed).  Inside a segment a pair's rates are used
+ * whatever point each op has reached: the profile has nothing finer.
+ * Test: tests/schedulers/strand_plan.c */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helix/error.h"
+#include "helix/plan.h"
+
+int hx_strand_costs_alloc(struct hx_strand_costs *c, int nf, int nb)
+{
+    memset(c, 0, sizeof *c);
+    c->nf = nf, c->nb = nb;
+    size_t np = (size_t)nf * (size_t)nb;
+    c->f_solo = calloc((size_t)nf + 1, sizeof(double));
+    c->b_solo = calloc((size_t)nb + 1, sizeof(double));
+    c->a_ms = calloc(np + 1, sizeof(double));
+    c->b_ms = calloc(np + 1, sizeof(double));
+    c->corun_ms = calloc(np + 1, sizeof(double));
+    if (c->f_solo == NULL || c->b_solo == NULL || c->a_ms == NULL || c->b_ms == NULL ||
+        c->corun_ms == NULL) {
+        hx_strand_costs_free(c);
+        return HX_ERR(HX_ENOMEM, "costs of %d x %d ops", nf, nb);
+    }
+    return HX_OK;
+}
+
+void hx_strand_costs_free(struct hx_strand_costs *c)
+{
+    free(c->f_solo), free(c->b_solo), free(c->a_ms), free(c->b_ms), free(c->corun_ms);
+    memset(c, 0, sizeof *c);
+}
+
+/* Rates of forward op x and backward op y while they overlap, in solo ms per ms.
+ *
+ * The profiler starts x and y together and records each one's own duration, a_ms and b_ms;
+ * the shorter one (say x, a_ms <= b_ms) overlapped for its whole life, the longer one ran
+ * alone for its last b_ms - a_ms.  The rates that reproduce both durations:
+ *     rate_x = solo_x / a_ms
+ *     rate_y = (solo_y - (b_ms - a_ms)) / a_ms     (>= 0: y cannot go backwards)
+ * so the simulated pair ends at max(a_ms, b_ms), as measured.  (Taking solo/own for both
+ * would let a pair that ran one after the other, a_ms = solo_x and b_ms = solo_x + solo_y,
+ * finish before solo_x + solo_y.)  A serialized pair thus keeps the total rate at 1 and a
+ * plan's time stays the sequential time; a perfectly overlapped pair (own times = solo
+ * times) runs both at rate 1.  An op whose co-run time is 0 ends at once (rate infinite). */
+static void pair_rates(const struct hx_strand_costs *c, int x, int y, double *rx, double *ry)
+{
+    double sx = c->f_solo[x], sy = c->b_solo[y];
+    double ax = c->a_ms[(size_t)x * c->nb + y], by = c->b_ms[(size_t)x * c->nb + y];
+    if (ax <= by) {
+        *rx = ax > 0 ? sx / ax : INFINITY;
+        *ry = ax > 0 ? fmax(0.0, (sy - (by - ax)) / ax) : 1.0;
+    } else {
+        *ry = by > 0 ? sy / by : INFINITY;
+        *rx = by > 0 ? fmax(0.0, (sx - (ax - by)) / by) : 1.0;
+    }
+}
+
+double hx_strand_step_time(const struct hx_strand_costs *c, const int *f, int nf, const int *b,
+                           int nb)
+{
+    double t = 0;
+    int i = 0, j = 0;
+    double wx = nf > 0 ? c->f_solo[f[0]] : 0, wy = nb > 0 ? c->b_solo[b[0]] : 0; /* work left */
+    while (i < nf && j < nb) {
+        if (wx <= 0) {
+            if (++i < nf) {
+                wx = c->f_solo[f[i]];
+            }
+            continue;
+        }
+        if (wy <= 0) {
+            if (++j < nb) {
+                wy = c->b_solo[b[j]];
+            }
+            continue;
+        }
+        double rx, ry;
+        pair_rates(c, f[i], b[j], &rx, &ry);
+        double tx = wx / rx, ty = ry > 0 ? wy / ry : INFINITY; /* rx > 0: see pair_rates */
+        if (tx <= ty) {
+            t += tx;
+            wy -= ry * tx;
+            wx = 0;
+        } else {
+            t += ty;
+            wx -= rx * ty;
+            wy = 0;
+        }
+    }
+    /* one side is done: the other finishes alone */
+    for (; i < nf; i++, wx = i < nf ? c->f_solo[f[i]] : 0) {
+        t += fmax(wx, 0.0);
+    }
+    for (; j < nb; j++, wy = j < nb ? c->b_solo[b[j]] : 0) {
+        t += fmax(wy, 0.0);
+    }
+    return t;
+}
