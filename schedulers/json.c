@@ -151,20 +151,20 @@ static char *parse_string(struct parser *ps)
     return NULL;
 }
 
-static int parse_value(struct parser *ps, struct hx_json *v, int depth);
+static int parse_value(struct parser *ps, struct hx_pjson *v, int depth);
 
 /* Append one item (and its key for objects) to a container. */
-static int push_item(struct parser *ps, struct hx_json *v, char *key, int *cap)
+static int push_item(struct parser *ps, struct hx_pjson *v, char *key, int *cap)
 {
     if (v->n == *cap) {
         int nc = *cap ? *cap * 2 : 8;
-        struct hx_json *items = realloc(v->items, sizeof *items * (size_t)nc);
+        struct hx_pjson *items = realloc(v->items, sizeof *items * (size_t)nc);
         if (items == NULL) {
             fail(ps, "out of memory");
             return -1;
         }
         v->items = items;
-        if (v->type == HX_JSON_OBJECT) {
+        if (v->type == HX_PJSON_OBJECT) {
             char **keys = realloc(v->keys, sizeof *keys * (size_t)nc);
             if (keys == NULL) {
                 fail(ps, "out of memory");
@@ -175,18 +175,18 @@ static int push_item(struct parser *ps, struct hx_json *v, char *key, int *cap)
         *cap = nc;
     }
     memset(&v->items[v->n], 0, sizeof v->items[v->n]);
-    if (v->type == HX_JSON_OBJECT) {
+    if (v->type == HX_PJSON_OBJECT) {
         v->keys[v->n] = key;
     }
     v->n++;
     return 0;
 }
 
-static int parse_container(struct parser *ps, struct hx_json *v, int depth)
+static int parse_container(struct parser *ps, struct hx_pjson *v, int depth)
 {
     int is_obj = *ps->p == '{', cap = 0;
     char close = is_obj ? '}' : ']';
-    v->type = is_obj ? HX_JSON_OBJECT : HX_JSON_ARRAY;
+    v->type = is_obj ? HX_PJSON_OBJECT : HX_PJSON_ARRAY;
     ps->p++;
     skip_ws(ps);
     if (*ps->p == close) {
@@ -233,7 +233,7 @@ static int parse_container(struct parser *ps, struct hx_json *v, int depth)
     }
 }
 
-static int parse_value(struct parser *ps, struct hx_json *v, int depth)
+static int parse_value(struct parser *ps, struct hx_pjson *v, int depth)
 {
     if (depth > MAX_DEPTH) {
         fail(ps, "nested deeper than %d levels", MAX_DEPTH);
@@ -245,16 +245,16 @@ static int parse_value(struct parser *ps, struct hx_json *v, int depth)
         return parse_container(ps, v, depth);
     }
     if (c == '"') {
-        v->type = HX_JSON_STRING;
+        v->type = HX_PJSON_STRING;
         v->str = parse_string(ps);
         return v->str ? 0 : -1;
     }
     static const struct {
         const char *word;
-        enum hx_json_type type;
+        enum hx_pjson_type type;
         double num;
-    } words[] = { { "true", HX_JSON_BOOL, 1 }, { "false", HX_JSON_BOOL, 0 },
-                  { "null", HX_JSON_NULL, 0 } };
+    } words[] = { { "true", HX_PJSON_BOOL, 1 }, { "false", HX_PJSON_BOOL, 0 },
+                  { "null", HX_PJSON_NULL, 0 } };
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
         size_t len = strlen(words[k].word);
         if (strncmp(ps->p, words[k].word, len) == 0) {
@@ -272,7 +272,7 @@ static int parse_value(struct parser *ps, struct hx_json *v, int depth)
             fail(ps, "bad number");
             return -1;
         }
-        v->type = HX_JSON_NUMBER;
+        v->type = HX_PJSON_NUMBER;
         v->num = x;
         ps->p = end;
         return 0;
@@ -285,7 +285,7 @@ static int parse_value(struct parser *ps, struct hx_json *v, int depth)
     return -1;
 }
 
-int hx_json_parse(const char *text, struct hx_json *root, char *err, size_t errlen)
+int hx_pjson_parse(const char *text, struct hx_pjson *root, char *err, size_t errlen)
 {
     struct parser ps = { text, text, err, errlen, 0 };
     memset(root, 0, sizeof *root);
@@ -296,18 +296,18 @@ int hx_json_parse(const char *text, struct hx_json *root, char *err, size_t errl
         }
         fail(&ps, "text after the end of the value");
     }
-    hx_json_free(root);
+    hx_pjson_free(root);
     return HX_EFORMAT;
 }
 
-void hx_json_free(struct hx_json *v)
+void hx_pjson_free(struct hx_pjson *v)
 {
     if (v == NULL) {
         return;
     }
     for (int i = 0; i < v->n; i++) {
-        hx_json_free(&v->items[i]);
-        if (v->type == HX_JSON_OBJECT) {
+        hx_pjson_free(&v->items[i]);
+        if (v->type == HX_PJSON_OBJECT) {
             free(v->keys[i]);
         }
     }
@@ -317,9 +317,9 @@ void hx_json_free(struct hx_json *v)
     memset(v, 0, sizeof *v);
 }
 
-const struct hx_json *hx_json_get(const struct hx_json *v, const char *key)
+const struct hx_pjson *hx_pjson_get(const struct hx_pjson *v, const char *key)
 {
-    if (v == NULL || v->type != HX_JSON_OBJECT) {
+    if (v == NULL || v->type != HX_PJSON_OBJECT) {
         return NULL;
     }
     for (int i = 0; i < v->n; i++) {
@@ -330,7 +330,7 @@ const struct hx_json *hx_json_get(const struct hx_json *v, const char *key)
     return NULL;
 }
 
-char *hx_json_slurp(const char *path)
+char *hx_pjson_slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -369,7 +369,7 @@ char *hx_json_slurp(const char *path)
     return buf;
 }
 
-void hx_json_put_string(FILE *f, const char *s)
+void hx_pjson_put_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {

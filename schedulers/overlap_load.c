@@ -18,18 +18,18 @@
 #define SCHEMA "helix-overlap-1"
 
 /* A number field of @p obj; @p where names the object in messages. */
-static int get_num(const char *path, const struct hx_json *obj, const char *where,
+static int get_num(const char *path, const struct hx_pjson *obj, const char *where,
                    const char *name, double *out)
 {
-    const struct hx_json *v = hx_json_get(obj, name);
-    if (v == NULL || (v->type != HX_JSON_NUMBER && v->type != HX_JSON_BOOL)) {
+    const struct hx_pjson *v = hx_pjson_get(obj, name);
+    if (v == NULL || (v->type != HX_PJSON_NUMBER && v->type != HX_PJSON_BOOL)) {
         return HX_ERR(HX_EFORMAT, "%s: %s has no number \"%s\"", path, where, name);
     }
     *out = v->num;
     return HX_OK;
 }
 
-static int get_int(const char *path, const struct hx_json *obj, const char *where,
+static int get_int(const char *path, const struct hx_pjson *obj, const char *where,
                    const char *name, int *out)
 {
     double x = 0;
@@ -41,7 +41,7 @@ static int get_int(const char *path, const struct hx_json *obj, const char *wher
     return ret;
 }
 
-static int get_time(const char *path, const struct hx_json *obj, const char *where,
+static int get_time(const char *path, const struct hx_pjson *obj, const char *where,
                     const char *name, double *out)
 {
     int ret = get_num(path, obj, where, name, out);
@@ -52,11 +52,11 @@ static int get_time(const char *path, const struct hx_json *obj, const char *whe
     return ret;
 }
 
-static int get_str(const char *path, const struct hx_json *obj, const char *where,
+static int get_str(const char *path, const struct hx_pjson *obj, const char *where,
                    const char *name, char *out, size_t len)
 {
-    const struct hx_json *v = hx_json_get(obj, name);
-    if (v == NULL || v->type != HX_JSON_STRING) {
+    const struct hx_pjson *v = hx_pjson_get(obj, name);
+    if (v == NULL || v->type != HX_PJSON_STRING) {
         return HX_ERR(HX_EFORMAT, "%s: %s has no string \"%s\"", path, where, name);
     }
     if (strlen(v->str) >= len) {
@@ -67,10 +67,10 @@ static int get_str(const char *path, const struct hx_json *obj, const char *wher
     return HX_OK;
 }
 
-static int read_model(const char *path, const struct hx_json *root, struct hx_strand_model *m)
+static int read_model(const char *path, const struct hx_pjson *root, struct hx_strand_model *m)
 {
-    const struct hx_json *o = hx_json_get(root, "model");
-    if (o == NULL || o->type != HX_JSON_OBJECT) {
+    const struct hx_pjson *o = hx_pjson_get(root, "model");
+    if (o == NULL || o->type != HX_PJSON_OBJECT) {
         return HX_ERR(HX_EFORMAT, "%s: no \"model\" object", path);
     }
     const struct {
@@ -95,11 +95,11 @@ static int read_model(const char *path, const struct hx_json *root, struct hx_st
     return HX_OK;
 }
 
-static int read_lists(const char *path, const struct hx_json *root, struct hx_strand_profile *t)
+static int read_lists(const char *path, const struct hx_pjson *root, struct hx_strand_profile *t)
 {
-    const struct hx_json *ops = hx_json_get(root, "ops"), *pairs = hx_json_get(root, "pairs");
-    if (ops == NULL || ops->type != HX_JSON_ARRAY || pairs == NULL ||
-        pairs->type != HX_JSON_ARRAY) {
+    const struct hx_pjson *ops = hx_pjson_get(root, "ops"), *pairs = hx_pjson_get(root, "pairs");
+    if (ops == NULL || ops->type != HX_PJSON_ARRAY || pairs == NULL ||
+        pairs->type != HX_PJSON_ARRAY) {
         return HX_ERR(HX_EFORMAT, "%s: needs the arrays \"ops\" and \"pairs\"", path);
     }
     t->ops = calloc((size_t)ops->n + 1, sizeof *t->ops);
@@ -110,7 +110,7 @@ static int read_lists(const char *path, const struct hx_json *root, struct hx_st
     int ret = HX_OK;
     char where[64];
     for (int k = 0; k < ops->n && ret == HX_OK; k++) {
-        const struct hx_json *x = &ops->items[k];
+        const struct hx_pjson *x = &ops->items[k];
         struct hx_strand_profile_op *op = &t->ops[k];
         snprintf(where, sizeof where, "ops[%d]", k);
         if ((ret = get_str(path, x, where, "key", op->key, sizeof op->key)) == HX_OK &&
@@ -120,7 +120,7 @@ static int read_lists(const char *path, const struct hx_json *root, struct hx_st
         t->nops = k + 1;
     }
     for (int k = 0; k < pairs->n && ret == HX_OK; k++) {
-        const struct hx_json *x = &pairs->items[k];
+        const struct hx_pjson *x = &pairs->items[k];
         struct hx_strand_profile_pair *pr = &t->pairs[k];
         snprintf(where, sizeof where, "pairs[%d]", k);
         if ((ret = get_str(path, x, where, "a", pr->a, sizeof pr->a)) == HX_OK &&
@@ -137,32 +137,32 @@ static int read_lists(const char *path, const struct hx_json *root, struct hx_st
 int hx_strand_profile_read(const char *path, struct hx_strand_profile *t)
 {
     memset(t, 0, sizeof *t);
-    char *text = hx_json_slurp(path);
+    char *text = hx_pjson_slurp(path);
     if (text == NULL) {
         return HX_ERR(HX_EIO, "cannot read the overlap table %s: %s (write one with `helix "
                       "profile-overlap`, or fix the path)", path, strerror(errno));
     }
-    struct hx_json root;
+    struct hx_pjson root;
     char err[160];
-    int ret = hx_json_parse(text, &root, err, sizeof err);
+    int ret = hx_pjson_parse(text, &root, err, sizeof err);
     free(text);
     if (ret != HX_OK) {
         return HX_ERR(HX_EFORMAT, "%s is not valid JSON: %s", path, err);
     }
-    const struct hx_json *schema = hx_json_get(&root, "schema");
-    if (schema == NULL || schema->type != HX_JSON_STRING || strcmp(schema->str, SCHEMA) != 0) {
+    const struct hx_pjson *schema = hx_pjson_get(&root, "schema");
+    if (schema == NULL || schema->type != HX_PJSON_STRING || strcmp(schema->str, SCHEMA) != 0) {
         ret = HX_ERR(HX_EFORMAT, "%s: schema is %s%s%s, expected \"" SCHEMA "\" (a table of "
                      "`helix profile-overlap`)", path,
-                     schema && schema->type == HX_JSON_STRING ? "\"" : "",
+                     schema && schema->type == HX_PJSON_STRING ? "\"" : "",
                      schema == NULL ? "missing"
-                     : schema->type == HX_JSON_STRING ? schema->str : "not a string",
-                     schema && schema->type == HX_JSON_STRING ? "\"" : "");
+                     : schema->type == HX_PJSON_STRING ? schema->str : "not a string",
+                     schema && schema->type == HX_PJSON_STRING ? "\"" : "");
     }
     if (ret == HX_OK && (ret = read_model(path, &root, &t->model)) == HX_OK &&
         (ret = get_int(path, &root, "the table", "layer", &t->layer)) == HX_OK) {
         ret = read_lists(path, &root, t);
     }
-    hx_json_free(&root);
+    hx_pjson_free(&root);
     if (ret != HX_OK) {
         hx_strand_profile_free(t);
     }

@@ -37,7 +37,7 @@ static void put_ops(FILE *f, char (*ops)[HX_PLAN_OPNAME], int n)
     fputc('[', f);
     for (int k = 0; k < n; k++) {
         fputs(k ? ", " : "", f);
-        hx_json_put_string(f, ops[k]);
+        hx_pjson_put_string(f, ops[k]);
     }
     fputc(']', f);
 }
@@ -95,10 +95,10 @@ int hx_plan_write_json(const struct hx_plan *p, const char *path)
 
 /* ---- reading ---- */
 
-static const struct hx_json *member(const char *path, const struct hx_json *o, const char *name,
-                                    enum hx_json_type type, int *ret)
+static const struct hx_pjson *member(const char *path, const struct hx_pjson *o, const char *name,
+                                    enum hx_pjson_type type, int *ret)
 {
-    const struct hx_json *v = hx_json_get(o, name);
+    const struct hx_pjson *v = hx_pjson_get(o, name);
     if (*ret == HX_OK && (v == NULL || v->type != type)) {
         *ret = HX_ERR(HX_EFORMAT, "plan %s: missing or mistyped \"%s\"", path, name);
     }
@@ -106,18 +106,18 @@ static const struct hx_json *member(const char *path, const struct hx_json *o, c
 }
 
 /* Keys of an array ("F3", ...) into list indices, each < n. */
-static int keys_of(const char *path, const struct hx_json *a, char side, int n, int *out)
+static int keys_of(const char *path, const struct hx_pjson *a, char side, int n, int *out)
 {
     for (int k = 0; k < a->n; k++) {
-        const struct hx_json *v = &a->items[k];
+        const struct hx_pjson *v = &a->items[k];
         char *end = NULL;
         long x = -1;
-        if (v->type == HX_JSON_STRING && v->str[0] == side) {
+        if (v->type == HX_PJSON_STRING && v->str[0] == side) {
             x = strtol(v->str + 1, &end, 10);
         }
         if (end == NULL || end == v->str + 1 || *end != '\0' || x < 0 || x >= n) {
             return HX_ERR(HX_EFORMAT, "plan %s: \"%s\" is not a key %c0..%c%d",
-                          path, v->type == HX_JSON_STRING ? v->str : "(not a string)", side,
+                          path, v->type == HX_PJSON_STRING ? v->str : "(not a string)", side,
                           side, n - 1);
         }
         out[k] = (int)x;
@@ -125,15 +125,15 @@ static int keys_of(const char *path, const struct hx_json *a, char side, int n, 
     return HX_OK;
 }
 
-static int read_side(const char *path, const struct hx_json *root, char side, int *n,
+static int read_side(const char *path, const struct hx_pjson *root, char side, int *n,
                      int **order, char (**ops)[HX_PLAN_OPNAME])
 {
     int ret = HX_OK;
     const char *on = side == 'F' ? "forward_ops" : "backward_ops";
-    const struct hx_json *names = member(path, root, on, HX_JSON_ARRAY, &ret);
-    const struct hx_json *ord = member(path, root, side == 'F' ? "forward_order"
+    const struct hx_pjson *names = member(path, root, on, HX_PJSON_ARRAY, &ret);
+    const struct hx_pjson *ord = member(path, root, side == 'F' ? "forward_order"
                                                                : "backward_order",
-                                       HX_JSON_ARRAY, &ret);
+                                       HX_PJSON_ARRAY, &ret);
     if (ret != HX_OK) {
         return ret;
     }
@@ -155,7 +155,7 @@ static int read_side(const char *path, const struct hx_json *root, char side, in
             ret = HX_ERR(HX_EFORMAT, "plan %s: %c%d appears twice in the order", path, side,
                          (*order)[k]);
         }
-        if (names->items[k].type != HX_JSON_STRING ||
+        if (names->items[k].type != HX_PJSON_STRING ||
             strlen(names->items[k].str) >= HX_PLAN_OPNAME) {
             ret = HX_ERR(HX_EFORMAT, "plan %s: %s[%d] is not an op name", path, on, k);
         } else {
@@ -167,7 +167,7 @@ static int read_side(const char *path, const struct hx_json *root, char side, in
 }
 
 /* One step's keys must be the next ones of the order, from position *at. */
-static int step_side(const char *path, int k, const struct hx_json *keys, char side,
+static int step_side(const char *path, int k, const struct hx_pjson *keys, char side,
                      const int *order, int n, int *at, int *lo, int *hi)
 {
     int *idx = malloc(sizeof(int) * ((size_t)keys->n + 1)), ret;
@@ -191,10 +191,10 @@ static int step_side(const char *path, int k, const struct hx_json *keys, char s
     return ret;
 }
 
-static int read_steps(const char *path, const struct hx_json *root, struct hx_plan *p)
+static int read_steps(const char *path, const struct hx_pjson *root, struct hx_plan *p)
 {
     int ret = HX_OK;
-    const struct hx_json *steps = member(path, root, "steps", HX_JSON_ARRAY, &ret);
+    const struct hx_pjson *steps = member(path, root, "steps", HX_PJSON_ARRAY, &ret);
     if (ret != HX_OK) {
         return ret;
     }
@@ -204,12 +204,12 @@ static int read_steps(const char *path, const struct hx_json *root, struct hx_pl
     }
     int fa = 0, ba = 0;
     for (int k = 0; k < steps->n && ret == HX_OK; k++) {
-        const struct hx_json *s = &steps->items[k];
+        const struct hx_pjson *s = &steps->items[k];
         struct hx_plan_step *st = &p->steps[k];
-        const struct hx_json *f = member(path, s, "forward", HX_JSON_ARRAY, &ret);
-        const struct hx_json *b = member(path, s, "backward", HX_JSON_ARRAY, &ret);
-        const struct hx_json *pm = member(path, s, "predicted_ms", HX_JSON_NUMBER, &ret);
-        const struct hx_json *sm = member(path, s, "sequential_ms", HX_JSON_NUMBER, &ret);
+        const struct hx_pjson *f = member(path, s, "forward", HX_PJSON_ARRAY, &ret);
+        const struct hx_pjson *b = member(path, s, "backward", HX_PJSON_ARRAY, &ret);
+        const struct hx_pjson *pm = member(path, s, "predicted_ms", HX_PJSON_NUMBER, &ret);
+        const struct hx_pjson *sm = member(path, s, "sequential_ms", HX_PJSON_NUMBER, &ret);
         if (ret == HX_OK && f->n + b->n == 0) {
             ret = HX_ERR(HX_EFORMAT, "plan %s: step %d runs nothing", path, k);
         }
@@ -234,32 +234,32 @@ static int read_steps(const char *path, const struct hx_json *root, struct hx_pl
 int hx_plan_read_json(const char *path, struct hx_plan *p)
 {
     memset(p, 0, sizeof *p);
-    char *text = hx_json_slurp(path);
+    char *text = hx_pjson_slurp(path);
     if (text == NULL) {
         return HX_ERR(HX_EIO, "cannot read the plan %s: %s", path, strerror(errno));
     }
-    struct hx_json root;
+    struct hx_pjson root;
     char err[160];
-    int ret = hx_json_parse(text, &root, err, sizeof err);
+    int ret = hx_pjson_parse(text, &root, err, sizeof err);
     free(text);
     if (ret != HX_OK) {
         return HX_ERR(HX_EFORMAT, "plan %s is not valid JSON: %s", path, err);
     }
-    const struct hx_json *schema = member(path, &root, "schema", HX_JSON_STRING, &ret);
+    const struct hx_pjson *schema = member(path, &root, "schema", HX_PJSON_STRING, &ret);
     if (ret == HX_OK && strcmp(schema->str, SCHEMA) != 0) {
         ret = HX_ERR(HX_EFORMAT, "plan %s: schema \"%s\", expected \"" SCHEMA "\"", path,
                      schema->str);
     }
-    const struct hx_json *layer = member(path, &root, "layer", HX_JSON_NUMBER, &ret);
-    const struct hx_json *pm = member(path, &root, "predicted_ms", HX_JSON_NUMBER, &ret);
-    const struct hx_json *sm = member(path, &root, "sequential_ms", HX_JSON_NUMBER, &ret);
-    const struct hx_json *ms = member(path, &root, "max_segment", HX_JSON_NUMBER, &ret);
-    const struct hx_json *bm = member(path, &root, "barrier_ms", HX_JSON_NUMBER, &ret);
-    const struct hx_json *oc = member(path, &root, "orders_considered", HX_JSON_OBJECT, &ret);
-    const struct hx_json *of = member(path, oc, "forward", HX_JSON_NUMBER, &ret);
-    const struct hx_json *ob = member(path, oc, "backward", HX_JSON_NUMBER, &ret);
-    const struct hx_json *fa = member(path, oc, "forward_all", HX_JSON_BOOL, &ret);
-    const struct hx_json *ba = member(path, oc, "backward_all", HX_JSON_BOOL, &ret);
+    const struct hx_pjson *layer = member(path, &root, "layer", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *pm = member(path, &root, "predicted_ms", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *sm = member(path, &root, "sequential_ms", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *ms = member(path, &root, "max_segment", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *bm = member(path, &root, "barrier_ms", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *oc = member(path, &root, "orders_considered", HX_PJSON_OBJECT, &ret);
+    const struct hx_pjson *of = member(path, oc, "forward", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *ob = member(path, oc, "backward", HX_PJSON_NUMBER, &ret);
+    const struct hx_pjson *fa = member(path, oc, "forward_all", HX_PJSON_BOOL, &ret);
+    const struct hx_pjson *ba = member(path, oc, "backward_all", HX_PJSON_BOOL, &ret);
     if (ret == HX_OK) {
         p->layer = (int)layer->num;
         p->predicted_ms = pm->num, p->sequential_ms = sm->num;
@@ -272,7 +272,7 @@ int hx_plan_read_json(const char *path, struct hx_plan *p)
         (ret = read_side(path, &root, 'B', &p->nb, &p->b_order, &p->b_op)) == HX_OK) {
         ret = read_steps(path, &root, p);
     }
-    hx_json_free(&root);
+    hx_pjson_free(&root);
     if (ret != HX_OK) {
         hx_plan_free(p);
     }

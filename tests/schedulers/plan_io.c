@@ -30,17 +30,17 @@ static void write_text(const char *path, const char *text)
 
 static void check_json(void)
 {
-    struct hx_json v;
+    struct hx_pjson v;
     char err[160] = "";
-    int ok = hx_json_parse(" {\"a\": [1, -2.5e3, true, null, \"x\\n\\u00e9\"], \"b\": {}} ",
+    int ok = hx_pjson_parse(" {\"a\": [1, -2.5e3, true, null, \"x\\n\\u00e9\"], \"b\": {}} ",
                            &v, err, sizeof err) == HX_OK;
-    const struct hx_json *a = ok ? hx_json_get(&v, "a") : NULL;
-    ok = ok && a != NULL && a->type == HX_JSON_ARRAY && a->n == 5 && a->items[1].num == -2500 &&
-         a->items[2].type == HX_JSON_BOOL && a->items[3].type == HX_JSON_NULL &&
-         strcmp(a->items[4].str, "x\n\xc3\xa9") == 0 && hx_json_get(&v, "b")->n == 0 &&
-         hx_json_get(&v, "c") == NULL;
+    const struct hx_pjson *a = ok ? hx_pjson_get(&v, "a") : NULL;
+    ok = ok && a != NULL && a->type == HX_PJSON_ARRAY && a->n == 5 && a->items[1].num == -2500 &&
+         a->items[2].type == HX_PJSON_BOOL && a->items[3].type == HX_PJSON_NULL &&
+         strcmp(a->items[4].str, "x\n\xc3\xa9") == 0 && hx_pjson_get(&v, "b")->n == 0 &&
+         hx_pjson_get(&v, "c") == NULL;
     if (ok || a != NULL) {
-        hx_json_free(&v);
+        hx_pjson_free(&v);
     }
     tap_ok(ok, "nested objects, arrays, numbers, literals and escapes parse");
     const char *bad[] = { "{\"a\": [1, 2}", "{\"a\": 1,\n \"b\": }", "[1, 2] 3", "\"\\q\"",
@@ -49,7 +49,7 @@ static void check_json(void)
                             "expected ':'", "end of the text" };
     int nbad = 0;
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        if (hx_json_parse(bad[k], &v, err, sizeof err) != HX_EFORMAT ||
+        if (hx_pjson_parse(bad[k], &v, err, sizeof err) != HX_EFORMAT ||
             strstr(err, where[k]) == NULL) {
             nbad++;
             tap_diag("'%s': '%s' (wanted '%s')", bad[k], err, where[k]);
@@ -136,7 +136,7 @@ static int count_files(const char *d)
 /* Replace the first @p from in file @p path by @p to. */
 static void edit(const char *path, const char *out, const char *from, const char *to)
 {
-    char *text = hx_json_slurp(path), *at = text ? strstr(text, from) : NULL;
+    char *text = hx_pjson_slurp(path), *at = text ? strstr(text, from) : NULL;
     FILE *f = fopen(out, "w");
     if (at == NULL || f == NULL) {
         tap_diag("cannot edit %s (%s)", path, from);
