@@ -108,6 +108,8 @@ struct hx_gpt {
     struct gpt_set *sets;
     int nsets, cap_sets, *free_sets, nfree, *set_of, *named, live_sets, peak_sets;
     int strands;                         /* 2: forward and backward interleaved by layer */
+    int si_pairs, planned;               /* (forward, backward) layer pairs in SI blocks;
+                                          * those a strand plan was applied to */
     int nparams;
     /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
      * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],

@@ -10,10 +10,12 @@
  * shared data are the recycled sets, whose reuse StarPU orders.
  * Test: tests/graphs/strands.c (interleaving, strand marks, memory), parity_strands.sh. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "graphs/gpt_internal.h"
 #include "helix/error.h"
 #include "helix/pipeline.h"
+#include "helix/plan.h"
 
 static void forward_whole(struct hx_gpt *m, const struct hx_pipe_task *t, int with_loss)
 {
@@ -44,26 +46,109 @@ static void backward_whole(struct hx_gpt *m, const struct hx_pipe_task *t)
     hx_gpt_backward_end(m, t->mb, c);
 }
 
-/* B of one micro-batch and F of another, layer by layer: B begin, B's top layer, F begin,
- * then B and F layers alternating, then their ends.  Each forward layer also takes the set
- * of the layer after it (its last op writes that layer's LayerNorm), so every take follows
- * a give: two strands need no more layer sets than one. */
+/* Do nodes a and b touch a common tile, one of them writing it? */
+static int conflict(const struct hx_node *a, const struct hx_node *b)
+{
+    for (int i = 0; i < a->nrefs; i++) {
+        for (int k = 0; k < b->nrefs; k++) {
+            if (a->refs[i].tensor == b->refs[k].tensor && a->refs[i].tile == b->refs[k].tile &&
+                ((a->refs[i].mode | b->refs[k].mode) & HX_W)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Nodes [x0, x2) are one forward layer [x0, x1) and one backward layer [x1, x2) of an SI
+ * block.  If they are the plan's lists (same lengths, same ops in the same places), reorder
+ * them into the plan's steps (in each, the forward part first) and stamp block and segment,
+ * so they run step by step with a barrier between steps.  Inside each list the plan's
+ * orders are topological, and the two layers share no data (si_block), which the check
+ * below confirms before anything moves; a pair that fails keeps its emission order and is
+ * not counted as planned. */
+static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2)
+{
+    const struct hx_plan *p = m->par.strand_plan;
+    hx_graph_t g = m->g;
+    int nf = x1 - x0, nb = x2 - x1;
+    m->si_pairs++;
+    if (p == NULL || nf != p->nf || nb != p->nb) {
+        return;
+    }
+    for (int k = 0; k < nf; k++) {
+        if (strcmp(hx_op_name(g->nodes[x0 + k].op), p->f_op[k]) != 0) {
+            return;
+        }
+    }
+    for (int k = 0; k < nb; k++) {
+        if (strcmp(hx_op_name(g->nodes[x1 + k].op), p->b_op[k]) != 0) {
+            return;
+        }
+    }
+    int n = nf + nb, *order = malloc(sizeof(int) * (size_t)n), *step = malloc(sizeof(int) * n);
+    struct hx_node *old = malloc(sizeof *old * (size_t)n);
+    HX_ASSERT(order && step && old, "out of memory");
+    int at = 0;
+    for (int s = 0; s < p->nsteps; s++) { /* order[]: offsets into [x0, x2) */
+        const struct hx_plan_step *st = &p->steps[s];
+        for (int q = st->f0; q < st->f1; q++) {
+            step[at] = s, order[at++] = p->f_order[q];
+        }
+        for (int q = st->b0; q < st->b1; q++) {
+            step[at] = s, order[at++] = nf + p->b_order[q];
+        }
+    }
+    int ok = at == n;
+    for (int i = 0; ok && i < nf; i++) { /* the forward and the backward touch no common tile */
+        for (int k = nf; ok && k < n; k++) {
+            ok = !conflict(&g->nodes[x0 + i], &g->nodes[x0 + k]);
+        }
+    }
+    if (ok) {
+        memcpy(old, &g->nodes[x0], sizeof *old * (size_t)n);
+        int block = m->planned++;
+        for (int i = 0; i < n; i++) {
+            struct hx_node *d = &g->nodes[x0 + i];
+            *d = old[order[i]];
+            d->block = block, d->segment = step[i], d->id = x0 + i;
+        }
+    }
+    free(order);
+    free(step);
+    free(old);
+}
+
+/* B of one micro-batch and F of another, layer by layer: B begin and B's top two layers,
+ * F begin, then pairs (one forward layer, one backward layer), then what is left, then the
+ * ends.  Every set the forward takes (its begin's, and each layer's for the layer after it:
+ * the layer's last op writes that LayerNorm) was given back by this block's backward one
+ * pair earlier, so two strands need no more activation memory than one, a pair's forward
+ * and backward touch no common data and run side by side, and no forward waits on another
+ * task's backward (which could wait on another stage: a cycle). */
 static void si_block(struct hx_gpt *m, const struct hx_pipe_task *b, const struct hx_pipe_task *f)
 {
     int bl = m->chi[b->chunk] - 1, blo = m->clo[b->chunk];
     int fl = m->clo[f->chunk], fhi = m->chi[f->chunk];
     HX_ASSERT(f->mb != 0, "micro-batch 0's forward in an SI block");
+    HX_ASSERT(fhi - fl == bl + 1 - blo, "SI block of a %d-layer forward and a %d-layer backward",
+              fhi - fl, bl + 1 - blo);
     hx_gpt_backward_begin(m, b->mb, b->chunk);
-    if (bl >= blo) {
+    for (int k = 0; k < 2 && bl >= blo; k++) {
         hx_gpt_backward_layer(m, b->mb, b->chunk, bl--);
     }
     hx_gpt_forward_begin(m, f->mb, f->chunk);
     while (bl >= blo || fl < fhi) {
+        int x0 = m->g->nnodes, x1 = x0;
+        if (fl < fhi) {
+            hx_gpt_forward_layer(m, f->mb, f->chunk, fl++);
+            x1 = m->g->nnodes;
+        }
         if (bl >= blo) {
             hx_gpt_backward_layer(m, b->mb, b->chunk, bl--);
         }
-        if (fl < fhi) {
-            hx_gpt_forward_layer(m, f->mb, f->chunk, fl++);
+        if (x1 > x0 && m->g->nnodes > x1) {
+            apply_plan(m, x0, x1, m->g->nnodes);
         }
     }
     hx_gpt_backward_end(m, b->mb, b->chunk);

@@ -226,6 +226,12 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
                                8 * phi / m->mesh.sos.s;
 }
 
+void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned)
+{
+    *pairs = m->si_pairs;
+    *planned = m->planned;
+}
+
 void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
 {
     struct hx_rng rng;

@@ -108,6 +108,7 @@ struct hx_node *hx_graph_add(hx_graph_t g, enum hx_op op, const union hx_op_args
     n->microbatch = g->cur.microbatch;
     n->strand = g->cur.strand;
     n->segment = -1;
+    n->block = -1;
     n->priority = g->cur.priority;
     n->flops = flops;
     n->bytes = bytes;

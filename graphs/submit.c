@@ -44,6 +44,33 @@ static void timed_done(void *arg)
     __atomic_store_n(&tt->done, 1, __ATOMIC_RELEASE);
 }
 
+/* Tags of the nodes of an SI block under a strand plan (graphs/gpt_order.c): node i's task
+ * has tag TAG_BASE + i and depends on the tags of every node of the block's previous segment.
+ * Tags rather than data: the barrier orders tasks that share no data (the two strands), and
+ * a tag dependency holds whichever policy runs the tasks.  hx_graph_wait removes them, so the
+ * next submission of the graph can declare them again. */
+#define TAG_BASE ((starpu_tag_t)0x4858000000000000ULL)
+
+static void plan_barrier(const struct hx_graph *g, int i, struct starpu_task *t)
+{
+    const struct hx_node *n = &g->nodes[i];
+    t->use_tag = 1;
+    t->tag_id = TAG_BASE + (starpu_tag_t)i;
+    if (n->segment <= 0) {
+        return;
+    }
+    starpu_tag_t prev[256];
+    unsigned np = 0;
+    for (int k = i - 1; k >= 0 && g->nodes[k].block == n->block; k--) {
+        if (g->nodes[k].segment == n->segment - 1) {
+            HX_ASSERT(np < sizeof prev / sizeof prev[0], "block %d segment %d: more than %zu "
+                      "nodes", n->block, n->segment - 1, sizeof prev / sizeof prev[0]);
+            prev[np++] = TAG_BASE + (starpu_tag_t)k;
+        }
+    }
+    starpu_tag_declare_deps_array(t->tag_id, np, prev);
+}
+
 static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *times)
 {
     if (first < 0) {
@@ -86,6 +113,10 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
             STARPU_TASK_SET_HANDLE(t, (starpu_data_handle_t)tensor->handles[n->refs[r].tile], r);
             STARPU_TASK_SET_MODE(t, starpu_mode(n->refs[r].mode), r);
         }
+        if (n->block >= 0) { /* a strand plan's barrier, as StarPU tag dependencies */
+            plan_barrier(g, i, t);
+            n->submitted = 1;
+        }
         int ret = starpu_task_submit(t);
         if (ret != 0) {
             return HX_ERR(HX_ERUNTIME, "starpu_task_submit(node %d: %s, layer %d) failed: %s", i,
@@ -107,7 +138,12 @@ int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time
 
 int hx_graph_wait(hx_graph_t g)
 {
-    (void)g;
     starpu_task_wait_for_all();
+    for (int i = 0; g != NULL && i < g->nnodes; i++) {
+        if (g->nodes[i].block >= 0 && g->nodes[i].submitted) {
+            starpu_tag_remove(TAG_BASE + (starpu_tag_t)i);
+            g->nodes[i].submitted = 0;
+        }
+    }
     return hx_run_status();
 }

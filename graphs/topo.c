@@ -70,6 +70,14 @@ int hx_graph_deps(const struct hx_graph *g, struct hx_deps *d)
                 }
             }
         }
+        /* a strand plan's barrier: every node of the block's previous segment (the block's
+         * nodes are contiguous, in segment order) */
+        for (int k = i - 1; n->block >= 0 && n->segment > 0 && k >= 0 &&
+                            g->nodes[k].block == n->block; k--) {
+            if (g->nodes[k].segment == n->segment - 1) {
+                push(&e, k);
+            }
+        }
         /* remove self-edges and duplicates (a node may touch one tile twice) */
         int m = start;
         for (int k = start; k < e.n; k++) {

@@ -97,10 +97,12 @@ int hx_trace_write(const char *path)
         const struct hx_node *n = e->node;
         fprintf(f, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
                 "\"dur\": %.3f, \"pid\": 0, \"tid\": %d, \"args\": {\"node\": %d, "
-                "\"layer\": %d, \"microbatch\": %d, \"phase\": \"%s\", \"flops\": %.0f}}%s\n",
+                "\"layer\": %d, \"microbatch\": %d, \"phase\": \"%s\", \"flops\": %.0f, "
+                "\"strand\": %d, \"block\": %d, \"segment\": %d}}%s\n",
                 hx_op_name(n->op), n->kind == HX_KIND_COMM ? "comm" : "compute", e->start_us,
                 e->end_us - e->start_us, e->worker, n->id, n->layer, n->microbatch,
-                phases[n->phase], n->flops, i + 1 < tr.n ? "," : "");
+                phases[n->phase], n->flops, n->strand, n->block, n->segment,
+                i + 1 < tr.n ? "," : "");
     }
     fprintf(f, "]}\n");
     pthread_mutex_unlock(&tr.lock);

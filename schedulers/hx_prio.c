@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* schedulers/hx_prio.c: policy "hx-prio", the flat rtprio shape of design/starpu.md §2.
- * Ready tasks wait in two binary heaps, compute and comm (hx_sched_task_is_comm), ordered by
- * priority (higher first) and then push order, so equal priorities run FIFO.
+/* schedulers/hx_prio.c: the heap policies, the flat rtprio shape of design/starpu.md §2.
+ * Ready tasks wait in two binary heaps, compute and comm (hx_sched_task_is_comm).
+ *   "hx-prio": priority order (higher first), then push order, so equal priorities run FIFO.
+ *   "hx-strand": DHelix's executor.  Tasks of SI blocks under a strand plan (node block >= 0)
+ *     go first, block by block and segment by segment (the plan's steps; the barrier between
+ *     steps is a tag dependency, graphs/submit.c), the rest by priority; a worker then takes
+ *     the other strand than the last one taken when the heap offers one as good, so paired
+ *     forward and backward ops co-run on the two workers.
+ *   "hx-wavelet": the baseline of papers.md §2.7 (Wavelet+): priority order, alternating the
+ *     two strands round-robin, no plan.
+ * None of them changes a number: they only pick among ready tasks.
  * HX_SCHED_PRIO_COMM_WORKERS=K (read once, in init; default 0) reserves the K highest-numbered
  * workers: they pop only comm tasks and the others only compute tasks.  With K = 0 every worker
  * pops both, comm first.  `lock` guards both heaps and `seq`; pop runs with the worker's sched
  * mutex held.  Invariant: each pushed task is popped exactly once, so both heaps are empty at
  * deinit.  An idle worker backs off (idle_backoff) instead of spinning.
- * Tests: tests/schedulers/every_task_once.c, priority_order.c, comm_reservation.c. */
+ * Tests: tests/schedulers/every_task_once.c, priority_order.c, comm_reservation.c,
+ * strand_policy.c. */
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
@@ -16,6 +25,7 @@
 #include <starpu.h>
 
 #include "helix/error.h"
+#include "helix/graph.h"
 #include "helix/sched.h"
 
 /* Advertised range (STARPU_MIN_PRIO/STARPU_MAX_PRIO).  The heaps order any int, so tasks
@@ -29,9 +39,12 @@ struct entry {
     uint64_t seq; /* push order, breaks priority ties */
 };
 
+enum order { ORDER_PRIO, ORDER_STRAND, ORDER_WAVELET };
+
 struct heap {
     struct entry *v;
     size_t n, cap;
+    enum order order;
 };
 
 struct prio_state {
@@ -40,12 +53,39 @@ struct prio_state {
     uint64_t seq;
     unsigned ncomm;      /* workers reserved for comm tasks */
     unsigned first_comm; /* the reserved ones are first_comm .. nworkers-1 */
+    int last_strand;     /* strand of the last task taken (hx-strand, hx-wavelet) */
 };
 
 /* ---- the heap: entry a pops before entry b ---- */
 
-static int before(const struct entry *a, const struct entry *b)
+static const struct hx_node *node_of(const struct entry *e)
 {
+    return e->task->sched_data;
+}
+
+/* hx-strand: a planned task before any other, then by (block, segment); 0 if equal */
+static int plan_cmp(const struct entry *a, const struct entry *b)
+{
+    const struct hx_node *na = node_of(a), *nb = node_of(b);
+    int pa = na != NULL && na->block >= 0, pb = nb != NULL && nb->block >= 0;
+    if (pa != pb) {
+        return pa ? -1 : 1;
+    }
+    if (!pa) {
+        return 0;
+    }
+    if (na->block != nb->block) {
+        return na->block < nb->block ? -1 : 1;
+    }
+    return na->segment == nb->segment ? 0 : na->segment < nb->segment ? -1 : 1;
+}
+
+static int before(enum order order, const struct entry *a, const struct entry *b)
+{
+    int c = order == ORDER_STRAND ? plan_cmp(a, b) : 0;
+    if (c != 0) {
+        return c < 0;
+    }
     if (a->task->priority != b->task->priority) {
         return a->task->priority > b->task->priority;
     }
@@ -61,7 +101,7 @@ static void swap(struct entry *a, struct entry *b)
 
 static void sift_up(struct heap *h, size_t i)
 {
-    while (i > 0 && before(&h->v[i], &h->v[(i - 1) / 2])) {
+    while (i > 0 && before(h->order, &h->v[i], &h->v[(i - 1) / 2])) {
         swap(&h->v[i], &h->v[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
@@ -71,10 +111,10 @@ static void sift_down(struct heap *h, size_t i)
 {
     for (;;) {
         size_t best = i, l = 2 * i + 1, r = 2 * i + 2;
-        if (l < h->n && before(&h->v[l], &h->v[best])) {
+        if (l < h->n && before(h->order, &h->v[l], &h->v[best])) {
             best = l;
         }
-        if (r < h->n && before(&h->v[r], &h->v[best])) {
+        if (r < h->n && before(h->order, &h->v[r], &h->v[best])) {
             best = r;
         }
         if (best == i) {
@@ -110,19 +150,56 @@ static struct starpu_task *heap_remove(struct heap *h, size_t i)
     return task;
 }
 
+static int strand_of(const struct entry *e)
+{
+    return node_of(e) != NULL ? node_of(e)->strand : HX_STRAND_NONE;
+}
+
+/* hx-strand, hx-wavelet: when the top is of the strand taken last, the best task of the
+ * other strand that is as good as the top for the order (same plan step for hx-strand; any
+ * for hx-wavelet, which alternates round-robin), so the two strands share the workers. */
+static size_t other_strand(const struct heap *h, int last, unsigned worker)
+{
+    if (h->order == ORDER_PRIO || h->n < 2 || last == HX_STRAND_NONE ||
+        strand_of(&h->v[0]) != last) {
+        return 0;
+    }
+    size_t best = 0;
+    for (size_t i = 1; i < h->n; i++) {
+        int s = strand_of(&h->v[i]);
+        if (s == HX_STRAND_NONE || s == last ||
+            (h->order == ORDER_STRAND && plan_cmp(&h->v[i], &h->v[0]) != 0) ||
+            !starpu_worker_can_execute_task_first_impl(worker, h->v[i].task, NULL)) {
+            continue;
+        }
+        if (best == 0 || before(h->order, &h->v[i], &h->v[best])) {
+            best = i;
+        }
+    }
+    return best;
+}
+
 /* The first task in heap order that @p worker can run.  On CPU-only runs that is the top; a
  * task restricted to other workers (task->where) makes us scan for the best one we can run. */
-static struct starpu_task *heap_pop_for(struct heap *h, unsigned worker)
+static struct starpu_task *heap_pop_for(struct heap *h, unsigned worker, int *last_strand)
 {
     if (h->n == 0) {
         return NULL;
+    }
+    size_t alt = other_strand(h, *last_strand, worker);
+    if (alt > 0) {
+        *last_strand = strand_of(&h->v[alt]);
+        return heap_remove(h, alt);
+    }
+    if (h->order != ORDER_PRIO && strand_of(&h->v[0]) != HX_STRAND_NONE) {
+        *last_strand = strand_of(&h->v[0]);
     }
     if (starpu_worker_can_execute_task_first_impl(worker, h->v[0].task, NULL)) {
         return heap_remove(h, 0);
     }
     size_t best = h->n;
     for (size_t i = 1; i < h->n; i++) {
-        if ((best == h->n || before(&h->v[i], &h->v[best])) &&
+        if ((best == h->n || before(h->order, &h->v[i], &h->v[best])) &&
             starpu_worker_can_execute_task_first_impl(worker, h->v[i].task, NULL)) {
             best = i;
         }
@@ -150,7 +227,7 @@ static unsigned comm_workers_from_env(unsigned nworkers)
     return (unsigned)k;
 }
 
-static void prio_init(unsigned ctx)
+static void heaps_init(unsigned ctx, enum order order)
 {
     struct prio_state *s = calloc(1, sizeof *s);
     HX_ASSERT(s != NULL, "hx-prio: out of memory allocating the policy state");
@@ -161,6 +238,8 @@ static void prio_init(unsigned ctx)
     if (s->ncomm > 0) {
         hx_debug("hx-prio: workers %u..%u run only comm tasks", s->first_comm, nworkers - 1);
     }
+    s->compute.order = s->comm.order = order;
+    s->last_strand = HX_STRAND_NONE;
     starpu_sched_ctx_set_policy_data(ctx, s);
     /* only legal inside init; keep a range the application set through StarPU */
     if (!starpu_sched_ctx_min_priority_is_set(ctx)) {
@@ -169,6 +248,21 @@ static void prio_init(unsigned ctx)
     if (!starpu_sched_ctx_max_priority_is_set(ctx)) {
         starpu_sched_ctx_set_max_priority(ctx, PRIO_MAX);
     }
+}
+
+static void prio_init(unsigned ctx)
+{
+    heaps_init(ctx, ORDER_PRIO);
+}
+
+static void strand_init(unsigned ctx)
+{
+    heaps_init(ctx, ORDER_STRAND);
+}
+
+static void wavelet_init(unsigned ctx)
+{
+    heaps_init(ctx, ORDER_WAVELET);
 }
 
 static void prio_deinit(unsigned ctx)
@@ -259,9 +353,10 @@ static struct starpu_task *prio_pop(unsigned ctx)
     starpu_worker_relax_on();
     STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
     starpu_worker_relax_off();
-    struct starpu_task *task = want_comm ? heap_pop_for(&s->comm, worker) : NULL;
+    struct starpu_task *task = want_comm ? heap_pop_for(&s->comm, worker, &s->last_strand)
+                                         : NULL;
     if (task == NULL && want_compute) {
-        task = heap_pop_for(&s->compute, worker);
+        task = heap_pop_for(&s->compute, worker, &s->last_strand);
     }
     STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
     return task;
@@ -274,5 +369,25 @@ struct starpu_sched_policy hx_sched_prio = {
     .pop_task = prio_pop,
     .policy_name = "hx-prio",
     .policy_description = "priority heaps (FIFO among equals), optional comm-reserved workers",
+    .worker_type = STARPU_WORKER_LIST,
+};
+
+struct starpu_sched_policy hx_sched_strand = {
+    .init_sched = strand_init,
+    .deinit_sched = prio_deinit,
+    .push_task = prio_push,
+    .pop_task = prio_pop,
+    .policy_name = "hx-strand",
+    .policy_description = "DHelix: a strand plan's steps in order, the two strands co-run",
+    .worker_type = STARPU_WORKER_LIST,
+};
+
+struct starpu_sched_policy hx_sched_wavelet = {
+    .init_sched = wavelet_init,
+    .deinit_sched = prio_deinit,
+    .push_task = prio_push,
+    .pop_task = prio_pop,
+    .policy_name = "hx-wavelet",
+    .policy_description = "Wavelet+ baseline: priority order, the two strands round-robin",
     .worker_type = STARPU_WORKER_LIST,
 };

@@ -16,7 +16,8 @@
 /* StarPU 1.3 has 34 built-in policies; names past this bound are left out of hx_sched_names */
 #define HX_SCHED_MAX_STARPU 64
 
-static struct starpu_sched_policy *const helix_policies[] = { &hx_sched_prio };
+static struct starpu_sched_policy *const helix_policies[] = { &hx_sched_prio, &hx_sched_strand,
+                                                               &hx_sched_wavelet };
 #define NHELIX (sizeof helix_policies / sizeof helix_policies[0])
 
 static struct starpu_sched_policy *registered[HX_SCHED_MAX_REGISTERED];

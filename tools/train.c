@@ -23,6 +23,7 @@
 
 #include "tools/progress.h"
 #include "helix/pipeline.h"
+#include "helix/plan.h"
 #include "tools/train.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -127,7 +128,28 @@ struct run {
     hx_gpt_t model;
     struct progress *progress;
     int runtime_up;
+    struct hx_plan plan;              /* --strand-plan, when given (have_plan) */
+    int have_plan;
 };
+
+/* --strand-plan FILE: read before any work (exit 2 on a bad file); it needs --strands */
+static int load_strand_plan(struct run *r)
+{
+    const struct train_args *a = &r->a;
+    if (a->strand_plan == NULL) {
+        return 0;
+    }
+    if (!a->strands) {
+        fprintf(stderr, "helix: error: --strand-plan %s pairs the ops of two strands; add "
+                "--strands\n", a->strand_plan);
+        return 2;
+    }
+    if (hx_plan_read_json(a->strand_plan, &r->plan) != HX_OK) {
+        return 2; /* the reader named the file and the problem */
+    }
+    r->have_plan = 1;
+    return 0;
+}
 
 /* A signal reaches the ranks at different moments: they stop after the same step, the
  * first one any rank saw, or their collectives would wait for each other forever. */
@@ -416,6 +438,9 @@ int cmd_train(int argc, char **argv)
     if (ret == 0) {
         ret = train_args_mesh(&r.a, size, rank, rank != 0, &r.mesh);
     }
+    if (ret == 0) {
+        ret = load_strand_plan(&r);
+    }
     unmute_stderr(muted);
     if (ret != 0) {
         flags_free(&r.flags);
@@ -439,7 +464,8 @@ int cmd_train(int argc, char **argv)
     struct hx_parallel_config par = { .mesh = &r.mesh, .ddp_bucket_size = a->ddp_bucket_size,
                                       .serialize_grad_reduce = a->no_overlap_grad_reduce,
                                       .pipeline_schedule = train_args_schedule(a),
-                                      .strands = a->strands };
+                                      .strands = a->strands,
+                                      .strand_plan = r.have_plan ? &r.plan : NULL };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;
@@ -500,6 +526,14 @@ int cmd_train(int argc, char **argv)
                r.all.source, r.train.ntokens, r.val.ntokens, a->load ? "; resuming from " : "",
                a->load ? a->load : "");
         print_memory(&r);
+        if (a->strands) {
+            int pairs, planned;
+            hx_gpt_strand_stats(r.model, &pairs, &planned);
+            printf("strands: alpha and beta, interleaved layer by layer in %d (backward, forward) "
+                   "layer pairs%s%s: %d of them planned\n", pairs,
+                   r.have_plan ? "; strand plan " : "", r.have_plan ? a->strand_plan : "",
+                   planned);
+        }
         fflush(stdout);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -531,6 +565,9 @@ out:
     }
     if (r.mpi) {
         hx_mpi_finalize();
+    }
+    if (r.have_plan) {
+        hx_plan_free(&r.plan);
     }
     hx_data_free(&r.all);
     hx_data_free(&r.train);

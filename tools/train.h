@@ -35,6 +35,7 @@ struct train_args {
     const char *pipeline_schedule;       /* "1f1b", "gpipe" or "fold" */
     int pipeline_fold;                   /* --pipeline-fold: the schedule "fold" */
     int strands;                         /* --strands: DHelix's two interleaved strands */
+    const char *strand_plan;             /* --strand-plan FILE (helix plan-strands --out) */
     int ddp_bucket_size, overlap_grad_reduce, no_overlap_grad_reduce;
     float comm_timeout;
     /* the sample printed at the end */

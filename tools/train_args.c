@@ -117,6 +117,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "model folding (DHelix): stage s holds layer chunks s and 2p-1-s, a W-shaped pipeline");
     F("strands", FLAG_BOOL, &a->strands, 0, 1,
       "two strands (DHelix): a backward and the other strand's forward interleaved by layer");
+    F("strand-plan", FLAG_STRING, &a->strand_plan, 0, 0,
+      "with --strands: a pairing plan of `helix plan-strands --out`, run with --sched hx-strand");
     F("data-parallel-size", FLAG_INT, &a->dp, 0, 1 << 20,
       "data-parallel ranks (0: world / (tp x pp)); checked against the launch");
     F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,

@@ -83,6 +83,10 @@ struct hx_parallel_config {
                                   *   beta; a backward and the next forward of the other
                                   *   strand are emitted interleaved layer by layer, the
                                   *   forward reusing the activations the backward frees */
+    const struct hx_plan *strand_plan; /**< with strands: DHelix's pairing plan of a layer
+                                  *   (helix/plan.h), applied to every (forward layer, backward
+                                  *   layer) pair of an SI block whose ops match it; NULL:
+                                  *   none (the layers' ops in emission order) */
 };
 
 /** The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
@@ -189,6 +193,9 @@ struct hx_gpt_memory {
                                     *   this tensor-parallel rank */
 };
 void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem);
+/** With strands: (backward layer, forward layer) pairs in SI blocks, and how many of them a
+ *  strand plan was applied to. */
+void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned);
 
 /** Learning rate of 0-based step @p s: linear warmup, then the decay style down to min_lr
  *  at decay_iters (constant stays at lr). */

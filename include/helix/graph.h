@@ -52,6 +52,10 @@ struct hx_node {
     int microbatch;
     int strand;                 /**< enum hx_strand */
     int segment;                /**< pairing segment once a plan exists, else -1 */
+    int block;                  /**< SI block a strand plan was applied to, else -1: its
+                                 *   nodes run segment by segment, a barrier between
+                                 *   consecutive segments (hx_graph_deps, submission) */
+    int submitted;              /**< submission state of a block's tag (graphs/submit.c) */
     int priority;               /**< StarPU priority (higher runs first) */
     double flops;               /**< floating-point operations of this task */
     double bytes;               /**< bytes read + written by this task */

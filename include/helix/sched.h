@@ -42,6 +42,11 @@ int hx_sched_task_is_comm(const void *starpu_task);
 /** The hx-prio policy: priority order, with HX_SCHED_PRIO_COMM_WORKERS workers (default 0
  *  when there is nothing to communicate, as on one rank) reserved for communication tasks. */
 extern struct starpu_sched_policy hx_sched_prio;
+/** DHelix's executor: a strand plan's steps (SI blocks) first, in order, alternating the two
+ *  strands between workers so paired ops co-run; otherwise as hx-prio. */
+extern struct starpu_sched_policy hx_sched_strand;
+/** Wavelet+ baseline: hx-prio's order, taking the two strands round-robin. */
+extern struct starpu_sched_policy hx_sched_wavelet;
 
 #ifdef __cplusplus
 }
