@@ -67,9 +67,9 @@ static int conflict(const struct hx_node *a, const struct hx_node *b)
  * orders are topological, and the two layers share no data (si_block), which the check
  * below confirms before anything moves; a pair that fails keeps its emission order and is
  * not counted as planned. */
-static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2)
+static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2, int may_couple)
 {
-    const struct hx_plan *p = m->par.strand_plan;
+    const struct hx_plan *p = may_couple ? m->par.strand_plan : NULL;
     hx_graph_t g = m->g;
     int nf = x1 - x0, nb = x2 - x1;
     m->si_pairs++;
@@ -119,6 +119,40 @@ static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2)
     free(old);
 }
 
+/* Stages a chunk's forward (fwd) or backward receives its input from and sends its output
+ * to (-1: none, the embedding, the head or the loss are here) */
+static void ends(const struct hx_gpt *m, int c, int fwd, int *src, int *dst)
+{
+    int a = m->cv[c], b = a + m->cvn[c] - 1;
+    int before = a > 0 ? hx_gpt_vstage_rank(m, a - 1) : -1;
+    int after = b + 1 < m->nvs ? hx_gpt_vstage_rank(m, b + 1) : -1;
+    *src = fwd ? before : after;
+    *dst = fwd ? after : before;
+}
+
+/* A plan's barriers tie the two strands of a block together: each waits for the other's
+ * steps.  That is safe only if no input of the block depends on one of its outputs: no
+ * stage the block receives from is one it sends to (else, in a plain pipeline, stage s's
+ * forward waits for its backward, whose gradient comes from stage s+1, which waits for
+ * that very forward's activations: a cycle).  DHelix's W has exactly this property: a
+ * block's forward and backward travel the same way (papers.md §2.6). */
+static int may_couple(const struct hx_gpt *m, const struct hx_pipe_task *b,
+                      const struct hx_pipe_task *f)
+{
+    int fs, fd, bs, bd;
+    ends(m, f->chunk, 1, &fs, &fd);
+    ends(m, b->chunk, 0, &bs, &bd);
+    int src[2] = { fs, bs }, dst[2] = { fd, bd };
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 2; k++) {
+            if (src[i] >= 0 && src[i] == dst[k]) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 /* B of one micro-batch and F of another, layer by layer: B begin and B's top two layers,
  * F begin, then pairs (one forward layer, one backward layer), then what is left, then the
  * ends.  Every set the forward takes (its begin's, and each layer's for the layer after it:
@@ -133,6 +167,7 @@ static void si_block(struct hx_gpt *m, const struct hx_pipe_task *b, const struc
     HX_ASSERT(f->mb != 0, "micro-batch 0's forward in an SI block");
     HX_ASSERT(fhi - fl == bl + 1 - blo, "SI block of a %d-layer forward and a %d-layer backward",
               fhi - fl, bl + 1 - blo);
+    int couple = may_couple(m, b, f);
     hx_gpt_backward_begin(m, b->mb, b->chunk);
     for (int k = 0; k < 2 && bl >= blo; k++) {
         hx_gpt_backward_layer(m, b->mb, b->chunk, bl--);
@@ -148,7 +183,7 @@ static void si_block(struct hx_gpt *m, const struct hx_pipe_task *b, const struc
             hx_gpt_backward_layer(m, b->mb, b->chunk, bl--);
         }
         if (x1 > x0 && m->g->nnodes > x1) {
-            apply_plan(m, x0, x1, m->g->nnodes);
+            apply_plan(m, x0, x1, m->g->nnodes, couple);
         }
     }
     hx_gpt_backward_end(m, b->mb, b->chunk);
