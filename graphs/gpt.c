@@ -125,7 +125,7 @@ void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
     } else {
         int v0 = m->mesh.tp_rank * m->V;
         hx_xent_vp_stats(g, m->xent_stats, m->logits, targets, v0);
-        hx_allgather_tiles(g, HX_GROUP_TP, m->xent_all, m->xent_stats);
+        hx_allgather_tiles(g, hx_gpt_tp_channel(m), m->xent_all, m->xent_stats);
         hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->mesh.tp,
                    grad, scale);
     }
@@ -369,6 +369,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->g->cur.phase = HX_PHASE_FORWARD;
     m->g->cur.microbatch = 0;
     m->g->cur.layer = -1;
+    m->g->cur.strand = HX_STRAND_NONE;
     if (m->last_stage) {
         hx_gpt_emit_loss(m, m->targets[0], 0);
     }

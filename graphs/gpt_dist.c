@@ -224,12 +224,20 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
 
 /* ---- tensor-parallel region boundaries ---- */
 
+/* The channel of the node being emitted's tp collectives: strand beta has its own, so with
+ * two strands interleaved a backward's collective never waits on the token behind the other
+ * strand's forward (whose input may come from another stage that waits on that backward). */
+int hx_gpt_tp_channel(const struct hx_gpt *m)
+{
+    return m->g->cur.strand == HX_STRAND_BETA ? HX_GROUP_TP_BETA : HX_GROUP_TP;
+}
+
 hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard)
 {
     if (!m->mesh.sequence_parallel) {
         return shard;
     }
-    hx_allgather_tiles(m->g, HX_GROUP_TP, full, shard);
+    hx_allgather_tiles(m->g, hx_gpt_tp_channel(m), full, shard);
     return full;
 }
 
@@ -239,11 +247,11 @@ void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial)
         return;
     }
     if (m->mesh.sequence_parallel) {
-        hx_reduce_scatter_tiles(m->g, HX_GROUP_TP, shard, partial, 0);
+        hx_reduce_scatter_tiles(m->g, hx_gpt_tp_channel(m), shard, partial, 0);
     } else {
         HX_ASSERT(shard == partial, "without sequence parallelism %s and %s must alias",
                   shard->name, partial->name);
-        hx_allreduce_tiles(m->g, HX_GROUP_TP, partial);
+        hx_allreduce_tiles(m->g, hx_gpt_tp_channel(m), partial);
     }
 }
 

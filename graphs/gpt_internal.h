@@ -184,6 +184,7 @@ void hx_gpt_dist_free(struct hx_gpt *m);
 /* tensor-parallel region boundaries (Megatron's f and g): full <- shard (all-gather with
  * SP, nothing without), shard <- partial (reduce-scatter with SP, all-reduce without) */
 hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard);
+int hx_gpt_tp_channel(const struct hx_gpt *m); /* tp, or tp_beta for strand beta's nodes */
 void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial);
 void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer); /* -1: wte, wpe, lnf */
 void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb); /* -1: head/embedding */

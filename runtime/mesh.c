@@ -19,7 +19,7 @@ static const char *const group_names[HX_GROUP_COUNT] = {
     [HX_GROUP_PP] = "pp", [HX_GROUP_SHARD_P] = "shard_p", [HX_GROUP_REPLICA] = "replica",
     [HX_GROUP_SHARD_G] = "shard_g", [HX_GROUP_SHARD_OS] = "shard_os",
     [HX_GROUP_PP_BWD] = "pp_bwd", [HX_GROUP_EMBED] = "embed", [HX_GROUP_FOLD_F] = "fold_f",
-    [HX_GROUP_FOLD_B] = "fold_b",
+    [HX_GROUP_FOLD_B] = "fold_b", [HX_GROUP_TP_BETA] = "tp_beta",
 };
 
 const char *hx_group_name(enum hx_group_kind k)
@@ -67,6 +67,7 @@ static void build_groups(struct hx_mesh *m)
     set_group(m, HX_GROUP_PP_BWD, d * tp + m->tp_rank, dp * tp, m->pp);
     set_group(m, HX_GROUP_FOLD_F, d * tp + m->tp_rank, dp * tp, m->pp);
     set_group(m, HX_GROUP_FOLD_B, d * tp + m->tp_rank, dp * tp, m->pp);
+    set_group(m, HX_GROUP_TP_BETA, (m->pp_rank * dp + d) * tp, 1, tp);
     int ends = m->pp > 1 && (m->pp_rank == 0 || m->pp_rank == m->pp - 1);
     set_group(m, HX_GROUP_EMBED, ends ? d * tp + m->tp_rank : m->world_rank,
               ends ? (m->pp - 1) * dp * tp : 1, ends ? 2 : 1);

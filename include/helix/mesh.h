@@ -46,6 +46,8 @@ enum hx_group_kind {
     HX_GROUP_FOLD_F,  /**< the pipeline group: activations on their way back up a folded
                        *   pipeline (model folding, papers.md §2.6) */
     HX_GROUP_FOLD_B,  /**< the pipeline group: gradients going down a folded pipeline */
+    HX_GROUP_TP_BETA, /**< the tensor-parallel group again: strand beta's collectives, so the
+                       *   two strands never wait on one token (graphs/gpt_order.c) */
     HX_GROUP_COUNT
 };
 

@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench/strands.sh: DHelix on the emulated two-node cluster (issue 6, last acceptance line).
+# 2+2 ranks over scripts/netbed (1 Gbit/s between the nodes), tensor parallelism across the
+# link (tp 2: one rank per node, --map-by node) and 2 pipeline stages, the same model, data,
+# seed and global batch in every run:
+#   (a) the serial reference (1 rank): the losses every run must reproduce (rel. <= 1e-5);
+#   (b) 1F1B, no strands (--sched hx-prio);
+#   (c) Wavelet+: two strands interleaved round-robin (--strands --sched hx-wavelet);
+#   (d) hx-strand: the folded W, two strands, the pairing plan of `helix plan-strands` from a
+#       `helix profile-overlap` table measured on this bed (tp 2 across the link), executed
+#       by --sched hx-strand.
+# Reported: each run's median step time, the ratios (b)/(d) and (c)/(d), the share of
+# communication time that overlapped compute on rank 0 (from --trace task records: the time
+# a collective was in flight while a compute task ran, over the collectives' time), the
+# plan's predicted saving against the measured one, and the parity check.
+#
+#   bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR
+# Model: HX_ST_LAYERS (12) HX_ST_HIDDEN (256) HX_ST_HEADS (8) HX_ST_SEQ (64) HX_ST_MBS (2)
+#        HX_ST_GBS (16).  Needs root (network namespaces).  Exit: 0 parity passed, 1 parity
+#        failed or a run failed, 2 bad usage.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+netbed=$top/scripts/netbed
+rounds=1 steps=6 rate=1gbit out='' build=${HX_BUILDDIR:-}
+L=${HX_ST_LAYERS:-12} C=${HX_ST_HIDDEN:-256} H=${HX_ST_HEADS:-8} T=${HX_ST_SEQ:-64}
+MBS=${HX_ST_MBS:-2} GBS=${HX_ST_GBS:-16}
+usage() {
+    echo "strands: $*" >&2
+    echo "usage: bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR" >&2
+    exit 2
+}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds | --steps | --rate | --out)
+            [ $# -ge 2 ] || usage "$1 needs a value"
+            case "$1" in
+                --rounds) rounds=$2 ;; --steps) steps=$2 ;; --rate) rate=$2 ;; --out) out=$2 ;;
+            esac
+            shift 2 ;;
+        -h | --help) sed -n '3,/^set -u$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+        -*) usage "unknown option '$1'" ;;
+        *) build=$1; shift ;;
+    esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ && $steps =~ ^[1-9][0-9]*$ && $steps -ge 3 ]] ||
+    usage "--rounds and --steps take positive integers (--steps at least 3)"
+[ -n "$build" ] || usage "give the build directory (BUILD_DIR or HX_BUILDDIR)"
+helix=$(cd "$build" 2>/dev/null && pwd)/tools/helix
+[ -x "$helix" ] || { echo "strands: error: no $build/tools/helix; build helix first" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "strands: error: needs root for scripts/netbed" >&2; exit 1; }
+out=${out:-$(mktemp -d /tmp/hx-strands.XXXXXX)}
+mkdir -p "$out" && out=$(cd "$out" && pwd) && cd "$out" || exit 1
+model=(--num-layers "$L" --hidden-size "$C" --num-attention-heads "$H" --seq-length "$T"
+       --micro-batch-size "$MBS")
+common=(train "${model[@]}" --global-batch-size "$GBS" --train-iters "$steps" --seed 1234
+        --eval-interval 0 --eval-iters 1 --sample-tokens 0 --log-interval 1 --progress-bar 0)
+# tp 2 across the link: --map-by node puts ranks 0, 2 on nodeA and 1, 3 on nodeB, so each
+# tp pair (r, r+1) spans the nodes; helix is told one rank per node (its placement model is
+# contiguous blocks), which marks the tp channel inter-node, as it is.
+dist=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --ranks-per-node 1
+      --comm-timeout 120)
+export STARPU_NCPU=2 STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1 OPENBLAS_NUM_THREADS=1
+export STARPU_HOME=$out/starpu_home
+fail() { echo "strands: error: $*" >&2; exit 1; }
+bed() { # NAME NP ARGS...: one run on its own bed, always torn down
+    local name=$1 np=$2
+    shift 2
+    timeout -s TERM 900 "$netbed" run --rate "$rate" -- -np "$np" --map-by node "$helix" "$@" \
+        >"$out/$name.log" 2>&1 || { tail -20 "$out/$name.log" >&2; fail "run $name failed (log: $out/$name.log)"; }
+}
+echo "strands: L=$L C=$C heads=$H T=$T, global batch $GBS (micro $MBS), $steps steps; pp 2 x tp 2" \
+    "on 2+2 ranks, tp across a $rate link; logs in $out"
+echo "strands: (a) serial reference"
+STARPU_NCPU=$(nproc) "$helix" "${common[@]}" --log-json "$out/a.json" >"$out/a.log" 2>&1 ||
+    fail "the serial run failed (log: $out/a.log)"
+echo "strands: profile-overlap on the bed (tp 2 across the link)"
+bed profile 2 profile-overlap "${model[@]}" --num-micro-batches 4 --layer $((L / 2)) \
+    --tensor-model-parallel-size 2 --ranks-per-node 1 --repeats 5 --out "$out/overlap.json"
+"$helix" plan-strands --profile "$out/overlap.json" --out "$out/plan.json" >"$out/plan.log" 2>&1 ||
+    { cat "$out/plan.log" >&2; fail "plan-strands failed"; }
+tail -1 "$out/plan.log" | sed 's/^/strands: plan: /'
+for r in $(seq "$rounds"); do
+    echo "strands: round $r"
+    bed "b$r" 4 "${common[@]}" "${dist[@]}" --sched hx-prio --log-json "$out/b$r.json" \
+        --trace "$out/b$r.trace"
+    bed "c$r" 4 "${common[@]}" "${dist[@]}" --strands --sched hx-wavelet \
+        --log-json "$out/c$r.json" --trace "$out/c$r.trace"
+    bed "d$r" 4 "${common[@]}" "${dist[@]}" --pipeline-fold --strands \
+        --strand-plan "$out/plan.json" --sched hx-strand --log-json "$out/d$r.json" \
+        --trace "$out/d$r.trace"
+done
+python3 - "$out" "$rounds" <<'EOF'
+import json, math, os, re, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def steps(name):
+    recs = {}
+    for line in open(os.path.join(out, name + ".json")):
+        o = json.loads(line)
+        if "loss" in o:
+            recs[o["step"]] = o
+    return recs
+def hidden(name):  # rank 0: share of collective time overlapped by a compute task
+    ev = [e for e in json.load(open(os.path.join(out, name + ".trace")))["traceEvents"]
+          if e["ph"] == "X"]
+    comp = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "compute")
+    merged = []
+    for a, b in comp:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    comm = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "comm"]
+    total = sum(b - a for a, b in comm)
+    over = 0.0
+    for a, b in comm:
+        for x, y in merged:
+            if y > a and x < b:
+                over += min(b, y) - max(a, x)
+    return over / total if total > 0 else math.nan, total / 1e3
+a = steps("a")
+names = {"b": "1F1B", "c": "Wavelet+ (round-robin strands)", "d": "hx-strand (W + plan)"}
+ms, hid, ok, worst = {}, {}, True, 0.0
+for k in "bcd":
+    t = []
+    for r in range(1, rounds + 1):
+        recs = steps("%s%d" % (k, r))
+        if sorted(recs) != sorted(a):
+            print("parity: %s%d logged steps %s, serial %s" % (k, r, sorted(recs), sorted(a)))
+            ok = False
+            continue
+        for s in a:
+            rel = abs(recs[s]["loss"] - a[s]["loss"]) / abs(a[s]["loss"])
+            worst = max(worst, rel)
+            ok = ok and rel <= 1e-5
+        t += [x["ms"] for s, x in recs.items() if s > min(recs)]
+    ms[k] = statistics.median(t)
+    hid[k] = hidden("%s1" % k)
+plan = json.load(open(os.path.join(out, "plan.json")))
+pairs = [int(x) for x in re.findall(r"in (\d+) \(backward, forward\) layer pairs.*: (\d+) of them",
+                                    open(os.path.join(out, "d1.log")).read())[0]]
+saved = pairs[1] * (plan["sequential_ms"] - plan["predicted_ms"])
+print()
+for k in "bcd":
+    print("%-32s: %8.1f ms/step, collectives overlapped by compute on rank 0: %4.1f%% of %.1f ms"
+          % (names[k], ms[k], 100 * hid[k][0], hid[k][1] / max(1, len(a))))
+print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
+print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
+print("plan: one layer pair %.3f ms predicted against %.3f ms sequential; applied to %d of %d "
+      "pairs on rank 0: predicted saving %.1f ms/step, measured against Wavelet+ %.1f ms/step"
+      % (plan["predicted_ms"], plan["sequential_ms"], pairs[1], pairs[0], saved,
+         ms["c"] - ms["d"]))
+print("parity (loss per step vs serial, rel. error <= 1e-05): worst %.2e over %d steps: %s"
+      % (worst, len(a), "PASS" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+EOF
