@@ -9,7 +9,9 @@
 #   (c) Wavelet+: two strands interleaved round-robin (--strands --sched hx-wavelet);
 #   (d) hx-strand: the folded W, two strands, the pairing plan of `helix plan-strands` from a
 #       `helix profile-overlap` table measured on this bed (tp 2 across the link), executed
-#       by --sched hx-strand.
+#       by --sched hx-strand;
+#   (e) the folded W alone (no strands, hx-prio): what of (d)'s time is the W's order and
+#       what is the strands' and the plan's.
 # Reported: each run's median step time, the ratios (b)/(d) and (c)/(d), the share of
 # communication time that overlapped compute on rank 0 (from --trace task records: the time
 # a collective was in flight while a compute task ran, over the collectives' time), the
@@ -89,6 +91,8 @@ for r in $(seq "$rounds"); do
     bed "d$r" 4 "${common[@]}" "${dist[@]}" --pipeline-fold --strands \
         --strand-plan "$out/plan.json" --sched hx-strand --log-json "$out/d$r.json" \
         --trace "$out/d$r.trace"
+    bed "e$r" 4 "${common[@]}" "${dist[@]}" --pipeline-fold --sched hx-prio \
+        --log-json "$out/e$r.json" --trace "$out/e$r.trace"
 done
 python3 - "$out" "$rounds" <<'EOF'
 import json, math, os, re, statistics, sys
@@ -119,9 +123,10 @@ def hidden(name):  # rank 0: share of collective time overlapped by a compute ta
                 over += min(b, y) - max(a, x)
     return over / total if total > 0 else math.nan, total / 1e3
 a = steps("a")
-names = {"b": "1F1B", "c": "Wavelet+ (round-robin strands)", "d": "hx-strand (W + plan)"}
+names = {"b": "1F1B", "c": "Wavelet+ (round-robin strands)", "e": "folded W alone",
+         "d": "hx-strand (W + strands + plan)"}
 ms, hid, ok, worst = {}, {}, True, 0.0
-for k in "bcd":
+for k in "bced":
     t = []
     for r in range(1, rounds + 1):
         recs = steps("%s%d" % (k, r))
@@ -141,15 +146,17 @@ pairs = [int(x) for x in re.findall(r"in (\d+) \(backward, forward\) layer pairs
                                     open(os.path.join(out, "d1.log")).read())[0]]
 saved = pairs[1] * (plan["sequential_ms"] - plan["predicted_ms"])
 print()
-for k in "bcd":
+for k in "bced":
     print("%-32s: %8.1f ms/step, collectives overlapped by compute on rank 0: %4.1f%% of %.1f ms"
           % (names[k], ms[k], 100 * hid[k][0], hid[k][1] / max(1, len(a))))
 print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
 print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
+print("ratio W alone / hx-strand         : %8.3f (what strands and plan add to the W)"
+      % (ms["e"] / ms["d"]))
 print("plan: one layer pair %.3f ms predicted against %.3f ms sequential; applied to %d of %d "
-      "pairs on rank 0: predicted saving %.1f ms/step, measured against Wavelet+ %.1f ms/step"
-      % (plan["predicted_ms"], plan["sequential_ms"], pairs[1], pairs[0], saved,
-         ms["c"] - ms["d"]))
+      "pairs on rank 0: predicted saving %.1f ms/step; measured: %.1f ms/step against the W "
+      "alone" % (plan["predicted_ms"], plan["sequential_ms"], pairs[1], pairs[0], saved,
+                 ms["e"] - ms["d"]))
 print("parity (loss per step vs serial, rel. error <= 1e-05): worst %.2e over %d steps: %s"
       % (worst, len(a), "PASS" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
