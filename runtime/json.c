@@ -3,7 +3,8 @@
  * in memory.  Grammar as RFC 8259: value = object | array | string | number | true | false |
  * null; numbers -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? converted by strtod; strings
  * with the seven escapes and \uXXXX (surrogate pairs joined, lone surrogates refused),
- * no raw control characters.  Test: tests/schedulers/overlap_table.c. */
+ * no raw control characters; hx_json_slurp reads a file for it.
+ * Test: tests/schedulers/overlap_table.c, tests/schedulers/plan_io.c. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -453,4 +454,43 @@ void hx_json_write_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+char *hx_json_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return NULL;
+    }
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) { /* the whole file: helix's JSON files are a few hundred kilobytes at most */
+        if (cap - n < 2) {
+            cap = cap ? cap * 2 : 65536;
+            char *nt = realloc(text, cap);
+            if (nt == NULL) {
+                free(text);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            text = nt;
+        }
+        size_t got = fread(text + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) {
+            break;
+        }
+    }
+    if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        free(text);
+        fclose(f);
+        errno = e;
+        return NULL;
+    }
+    fclose(f);
+    text[n] = '\0';
+    *len = n;
+    return text;
 }

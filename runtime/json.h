@@ -3,7 +3,9 @@
  * table, schedulers/overlap_table.c): objects, arrays, strings, numbers, true/false/null, into a
  * tree of plain values.  Strict: no comments, no trailing commas, no NaN, nothing after the
  * value; errors give the line and column.  Not a general library: the whole text is in memory
- * and nesting stops at 64 levels.  Test: tests/schedulers/overlap_table.c. */
+ * and nesting stops at 64 levels.  Used by the overlap table (schedulers/overlap_table.c) and
+ * the pairing plan (schedulers/plan_json.c).
+ * Test: tests/schedulers/overlap_table.c, tests/schedulers/plan_io.c. */
 #ifndef HX_JSON_H
 #define HX_JSON_H
 
@@ -39,6 +41,11 @@ void hx_json_free(struct hx_json *v);
 const struct hx_json *hx_json_get(const struct hx_json *obj, const char *key);
 /** Name of a type ("number", "object", ...) for messages. */
 const char *hx_json_type_name(enum hx_json_type t);
+/**
+ * The whole file @p path, NUL-terminated (the terminator not counted in @p len), for
+ * hx_json_parse; free() it.  @return NULL with errno set (ENOMEM, or fopen's/fread's).
+ */
+char *hx_json_slurp(const char *path, size_t *len);
 /** Write @p s as a JSON string literal (quotes and escapes) to @p f. */
 void hx_json_write_string(FILE *f, const char *s);
 

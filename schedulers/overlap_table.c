@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* schedulers/overlap_table.c: the overlap table of include/helix/overlap.h in memory and as
  * JSON ("helix-overlap-1").  The reader checks everything the planner relies on (every
- * field typed, keys F0..F(n-1) and B0..B(m-1), each (F, B) pair exactly once) and names the
- * file, the field and its line on failure.  Times are written with 17 significant digits, so
- * a table reads back bit for bit and the OEF recomputed from its fields is exact.
- * Test: tests/schedulers/overlap_table.c. */
+ * field typed, times >= 0, keys F0..F(n-1) and B0..B(m-1), each (F, B) pair exactly once)
+ * and names the file, the field and its line on failure.  Times are written with 17
+ * significant digits, so a table reads back bit for bit and the OEF recomputed from its
+ * fields is exact.  Test: tests/schedulers/overlap_table.c, tests/schedulers/plan_io.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -400,6 +400,10 @@ static int read_pairs(const struct reader *r, const struct hx_json *root,
             break;
         }
         d->serialized = ser->num != 0;
+        if (!(d->corun_ms >= 0) || !(d->a_ms >= 0) || !(d->b_ms >= 0)) {
+            ret = HX_ERR(HX_EFORMAT, "overlap table %s: %s (line %d) has a negative time",
+                         r->path, where, p->line);
+        }
     }
     for (int idx = 0; idx < t->npairs && ret == HX_OK; idx++) {
         if (!filled[idx]) {
@@ -417,35 +421,13 @@ static int read_pairs(const struct reader *r, const struct hx_json *root,
 int hx_overlap_table_load(const char *path, struct hx_overlap_table *t)
 {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return HX_ERR(HX_EIO, "cannot open overlap table %s: %s; create it with helix "
-                      "profile-overlap --out %s", path, strerror(errno), path);
-    }
-    char *text = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) { /* the whole file: a table is a few hundred kilobytes at most */
-        if (n == cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nt = realloc(text, cap);
-            if (nt == NULL) {
-                free(text);
-                fclose(f);
-                return HX_ERR(HX_ENOMEM, "reading overlap table %s", path);
-            }
-            text = nt;
-        }
-        size_t got = fread(text + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            break;
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(text);
-        return HX_ERR(HX_EIO, "cannot read overlap table %s", path);
+    size_t n = 0;
+    char *text = hx_json_slurp(path, &n);
+    if (text == NULL) {
+        return errno == ENOMEM ? HX_ERR(HX_ENOMEM, "reading overlap table %s", path)
+                               : HX_ERR(HX_EIO, "cannot open overlap table %s: %s; create it "
+                                        "with helix profile-overlap --out %s", path,
+                                        strerror(errno), path);
     }
     if (memchr(text, '\0', n) != NULL) {
         free(text);

@@ -2,7 +2,8 @@
 /* schedulers/plan_json.c: a pairing plan on disk, schema "helix-plan-1" (below), for the
  * scheduler that will execute it.  Each step's keys are the next ones of the two orders, so
  * the steps cover every op once; the reader checks it.  Times are printed with 17 digits,
- * so they read back exactly.  Test: tests/schedulers/plan_io.c */
+ * so they read back exactly; the JSON reader is runtime/json.h.
+ * Test: tests/schedulers/plan_io.c */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 
 #include "helix/error.h"
 #include "helix/plan.h"
-#include "schedulers/json.h"
+#include "runtime/json.h"
 
 #define SCHEMA "helix-plan-1"
 
@@ -37,7 +38,7 @@ static void put_ops(FILE *f, char (*ops)[HX_PLAN_OPNAME], int n)
     fputc('[', f);
     for (int k = 0; k < n; k++) {
         fputs(k ? ", " : "", f);
-        hx_pjson_put_string(f, ops[k]);
+        hx_json_write_string(f, ops[k]);
     }
     fputc(']', f);
 }
@@ -95,29 +96,35 @@ int hx_plan_write_json(const struct hx_plan *p, const char *path)
 
 /* ---- reading ---- */
 
-static const struct hx_pjson *member(const char *path, const struct hx_pjson *o, const char *name,
-                                    enum hx_pjson_type type, int *ret)
+/* Field @p name of @p o with type @p type; after a failure (in *ret) NULL and no message. */
+static const struct hx_json *member(const char *path, const struct hx_json *o, const char *name,
+                                    enum hx_json_type type, int *ret)
 {
-    const struct hx_pjson *v = hx_pjson_get(o, name);
-    if (*ret == HX_OK && (v == NULL || v->type != type)) {
-        *ret = HX_ERR(HX_EFORMAT, "plan %s: missing or mistyped \"%s\"", path, name);
+    const struct hx_json *v = hx_json_get(o, name);
+    if (*ret == HX_OK && v == NULL) {
+        *ret = HX_ERR(HX_EFORMAT, "plan %s: the object at line %d has no field \"%s\"; "
+                      "rewrite the plan with helix plan-strands --out", path, o ? o->line : 0,
+                      name);
+    } else if (*ret == HX_OK && v->type != type) {
+        *ret = HX_ERR(HX_EFORMAT, "plan %s: field \"%s\" (line %d) has type %s, expected %s",
+                      path, name, v->line, hx_json_type_name(v->type), hx_json_type_name(type));
     }
     return *ret == HX_OK ? v : NULL;
 }
 
 /* Keys of an array ("F3", ...) into list indices, each < n. */
-static int keys_of(const char *path, const struct hx_pjson *a, char side, int n, int *out)
+static int keys_of(const char *path, const struct hx_json *a, char side, int n, int *out)
 {
     for (int k = 0; k < a->n; k++) {
-        const struct hx_pjson *v = &a->items[k];
+        const struct hx_json *v = &a->items[k];
         char *end = NULL;
         long x = -1;
-        if (v->type == HX_PJSON_STRING && v->str[0] == side) {
+        if (v->type == HX_JSON_STRING && v->str[0] == side) {
             x = strtol(v->str + 1, &end, 10);
         }
         if (end == NULL || end == v->str + 1 || *end != '\0' || x < 0 || x >= n) {
             return HX_ERR(HX_EFORMAT, "plan %s: \"%s\" is not a key %c0..%c%d",
-                          path, v->type == HX_PJSON_STRING ? v->str : "(not a string)", side,
+                          path, v->type == HX_JSON_STRING ? v->str : "(not a string)", side,
                           side, n - 1);
         }
         out[k] = (int)x;
@@ -125,15 +132,15 @@ static int keys_of(const char *path, const struct hx_pjson *a, char side, int n,
     return HX_OK;
 }
 
-static int read_side(const char *path, const struct hx_pjson *root, char side, int *n,
+static int read_side(const char *path, const struct hx_json *root, char side, int *n,
                      int **order, char (**ops)[HX_PLAN_OPNAME])
 {
     int ret = HX_OK;
     const char *on = side == 'F' ? "forward_ops" : "backward_ops";
-    const struct hx_pjson *names = member(path, root, on, HX_PJSON_ARRAY, &ret);
-    const struct hx_pjson *ord = member(path, root, side == 'F' ? "forward_order"
+    const struct hx_json *names = member(path, root, on, HX_JSON_ARRAY, &ret);
+    const struct hx_json *ord = member(path, root, side == 'F' ? "forward_order"
                                                                : "backward_order",
-                                       HX_PJSON_ARRAY, &ret);
+                                       HX_JSON_ARRAY, &ret);
     if (ret != HX_OK) {
         return ret;
     }
@@ -155,7 +162,7 @@ static int read_side(const char *path, const struct hx_pjson *root, char side, i
             ret = HX_ERR(HX_EFORMAT, "plan %s: %c%d appears twice in the order", path, side,
                          (*order)[k]);
         }
-        if (names->items[k].type != HX_PJSON_STRING ||
+        if (names->items[k].type != HX_JSON_STRING ||
             strlen(names->items[k].str) >= HX_PLAN_OPNAME) {
             ret = HX_ERR(HX_EFORMAT, "plan %s: %s[%d] is not an op name", path, on, k);
         } else {
@@ -167,7 +174,7 @@ static int read_side(const char *path, const struct hx_pjson *root, char side, i
 }
 
 /* One step's keys must be the next ones of the order, from position *at. */
-static int step_side(const char *path, int k, const struct hx_pjson *keys, char side,
+static int step_side(const char *path, int k, const struct hx_json *keys, char side,
                      const int *order, int n, int *at, int *lo, int *hi)
 {
     int *idx = malloc(sizeof(int) * ((size_t)keys->n + 1)), ret;
@@ -191,10 +198,10 @@ static int step_side(const char *path, int k, const struct hx_pjson *keys, char 
     return ret;
 }
 
-static int read_steps(const char *path, const struct hx_pjson *root, struct hx_plan *p)
+static int read_steps(const char *path, const struct hx_json *root, struct hx_plan *p)
 {
     int ret = HX_OK;
-    const struct hx_pjson *steps = member(path, root, "steps", HX_PJSON_ARRAY, &ret);
+    const struct hx_json *steps = member(path, root, "steps", HX_JSON_ARRAY, &ret);
     if (ret != HX_OK) {
         return ret;
     }
@@ -204,12 +211,12 @@ static int read_steps(const char *path, const struct hx_pjson *root, struct hx_p
     }
     int fa = 0, ba = 0;
     for (int k = 0; k < steps->n && ret == HX_OK; k++) {
-        const struct hx_pjson *s = &steps->items[k];
+        const struct hx_json *s = &steps->items[k];
         struct hx_plan_step *st = &p->steps[k];
-        const struct hx_pjson *f = member(path, s, "forward", HX_PJSON_ARRAY, &ret);
-        const struct hx_pjson *b = member(path, s, "backward", HX_PJSON_ARRAY, &ret);
-        const struct hx_pjson *pm = member(path, s, "predicted_ms", HX_PJSON_NUMBER, &ret);
-        const struct hx_pjson *sm = member(path, s, "sequential_ms", HX_PJSON_NUMBER, &ret);
+        const struct hx_json *f = member(path, s, "forward", HX_JSON_ARRAY, &ret);
+        const struct hx_json *b = member(path, s, "backward", HX_JSON_ARRAY, &ret);
+        const struct hx_json *pm = member(path, s, "predicted_ms", HX_JSON_NUMBER, &ret);
+        const struct hx_json *sm = member(path, s, "sequential_ms", HX_JSON_NUMBER, &ret);
         if (ret == HX_OK && f->n + b->n == 0) {
             ret = HX_ERR(HX_EFORMAT, "plan %s: step %d runs nothing", path, k);
         }
@@ -234,32 +241,35 @@ static int read_steps(const char *path, const struct hx_pjson *root, struct hx_p
 int hx_plan_read_json(const char *path, struct hx_plan *p)
 {
     memset(p, 0, sizeof *p);
-    char *text = hx_pjson_slurp(path);
+    size_t len = 0;
+    char *text = hx_json_slurp(path, &len);
     if (text == NULL) {
-        return HX_ERR(HX_EIO, "cannot read the plan %s: %s", path, strerror(errno));
+        return HX_ERR(errno == ENOMEM ? HX_ENOMEM : HX_EIO, "cannot read the plan %s: %s; "
+                      "write one with helix plan-strands --out", path, strerror(errno));
     }
-    struct hx_pjson root;
-    char err[160];
-    int ret = hx_pjson_parse(text, &root, err, sizeof err);
+    struct hx_json root;
+    char err[256];
+    int ret = hx_json_parse(text, len, &root, err, sizeof err) == 0 ? HX_OK : HX_EFORMAT;
     free(text);
     if (ret != HX_OK) {
+        hx_json_free(&root);
         return HX_ERR(HX_EFORMAT, "plan %s is not valid JSON: %s", path, err);
     }
-    const struct hx_pjson *schema = member(path, &root, "schema", HX_PJSON_STRING, &ret);
+    const struct hx_json *schema = member(path, &root, "schema", HX_JSON_STRING, &ret);
     if (ret == HX_OK && strcmp(schema->str, SCHEMA) != 0) {
         ret = HX_ERR(HX_EFORMAT, "plan %s: schema \"%s\", expected \"" SCHEMA "\"", path,
                      schema->str);
     }
-    const struct hx_pjson *layer = member(path, &root, "layer", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *pm = member(path, &root, "predicted_ms", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *sm = member(path, &root, "sequential_ms", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *ms = member(path, &root, "max_segment", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *bm = member(path, &root, "barrier_ms", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *oc = member(path, &root, "orders_considered", HX_PJSON_OBJECT, &ret);
-    const struct hx_pjson *of = member(path, oc, "forward", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *ob = member(path, oc, "backward", HX_PJSON_NUMBER, &ret);
-    const struct hx_pjson *fa = member(path, oc, "forward_all", HX_PJSON_BOOL, &ret);
-    const struct hx_pjson *ba = member(path, oc, "backward_all", HX_PJSON_BOOL, &ret);
+    const struct hx_json *layer = member(path, &root, "layer", HX_JSON_NUMBER, &ret);
+    const struct hx_json *pm = member(path, &root, "predicted_ms", HX_JSON_NUMBER, &ret);
+    const struct hx_json *sm = member(path, &root, "sequential_ms", HX_JSON_NUMBER, &ret);
+    const struct hx_json *ms = member(path, &root, "max_segment", HX_JSON_NUMBER, &ret);
+    const struct hx_json *bm = member(path, &root, "barrier_ms", HX_JSON_NUMBER, &ret);
+    const struct hx_json *oc = member(path, &root, "orders_considered", HX_JSON_OBJECT, &ret);
+    const struct hx_json *of = member(path, oc, "forward", HX_JSON_NUMBER, &ret);
+    const struct hx_json *ob = member(path, oc, "backward", HX_JSON_NUMBER, &ret);
+    const struct hx_json *fa = member(path, oc, "forward_all", HX_JSON_BOOL, &ret);
+    const struct hx_json *ba = member(path, oc, "backward_all", HX_JSON_BOOL, &ret);
     if (ret == HX_OK) {
         p->layer = (int)layer->num;
         p->predicted_ms = pm->num, p->sequential_ms = sm->num;
@@ -272,7 +282,7 @@ int hx_plan_read_json(const char *path, struct hx_plan *p)
         (ret = read_side(path, &root, 'B', &p->nb, &p->b_order, &p->b_op)) == HX_OK) {
         ret = read_steps(path, &root, p);
     }
-    hx_pjson_free(&root);
+    hx_json_free(&root);
     if (ret != HX_OK) {
         hx_plan_free(p);
     }

@@ -4,13 +4,16 @@
  * work is counted in solo milliseconds; while forward op x and backward op y overlap each
  * progresses at a rate taken from the pair's profile (pair_rates), and an op whose partner
  * side is done runs at rate 1 (solo speed).  Inside a segment a pair's rates are used
- * whatever point each op has reached: the profile has nothing finer.
- * Test: tests/schedulers/strand_plan.c */
+ * whatever point each op has reached: the profile has nothing finer.  The costs come from
+ * a loaded overlap table (hx_strand_costs_from_table), checked against the graph's lists.
+ * Test: tests/schedulers/strand_plan.c, tests/schedulers/plan_io.c, tests/cli/plan_strands.sh */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "helix/error.h"
+#include "helix/overlap.h"
 #include "helix/plan.h"
 
 int hx_strand_costs_alloc(struct hx_strand_costs *c, int nf, int nb)
@@ -102,4 +105,66 @@ double hx_strand_step_time(const struct hx_strand_costs *c, const int *f, int nf
         t += fmax(wy, 0.0);
     }
     return t;
+}
+
+/* Why the table does not fit the lists, for the messages: another layer, or another model
+ * or build. */
+static const char *misfit(const struct hx_overlap_table *t, int layer, char *buf, size_t len)
+{
+    if (layer != t->layer) {
+        snprintf(buf, len, "the table was profiled on layer %d, whose ops differ from layer "
+                 "%d's: plan layer %d, or profile layer %d", t->layer, layer, t->layer, layer);
+    } else {
+        snprintf(buf, len, "the table was profiled for another model or build; re-profile");
+    }
+    return buf;
+}
+
+/* One side: as many keys as the list, each with the graph's op; solo times into @p solo. */
+static int side_solo(const struct hx_overlap_table *t, const struct hx_graph *g, int layer,
+                     const struct hx_strand_list *s, double *solo)
+{
+    const char *what = s->side == 'F' ? "forward" : "backward";
+    int n = s->side == 'F' ? t->nfwd : t->nbwd;
+    const struct hx_overlap_op *ops = t->ops + (s->side == 'F' ? 0 : t->nfwd);
+    char why[160];
+    if (n != s->n) {
+        return HX_ERR(HX_EFORMAT, "overlap table has %d %s ops (%c0..%c%d) but layer %d of this "
+                      "model has %d: %s", n, what, s->side, s->side, n - 1, layer, s->n,
+                      misfit(t, layer, why, sizeof why));
+    }
+    for (int k = 0; k < n; k++) {
+        const char *want = g != NULL ? hx_op_name(g->nodes[s->node[k]].op) : NULL;
+        if (want != NULL && strcmp(want, ops[k].op) != 0) {
+            return HX_ERR(HX_EFORMAT, "overlap table: %s is %s, but %s op %d of layer %d is "
+                          "%s: %s", ops[k].key, ops[k].op, what, k, layer, want,
+                          misfit(t, layer, why, sizeof why));
+        }
+        solo[k] = ops[k].solo_ms;
+    }
+    return HX_OK;
+}
+
+int hx_strand_costs_from_table(const struct hx_overlap_table *t, const struct hx_graph *g,
+                               const struct hx_strand_list *F, const struct hx_strand_list *B,
+                               struct hx_strand_costs *c)
+{
+    int ret = hx_strand_costs_alloc(c, F->n, B->n);
+    if (ret != HX_OK) {
+        return ret;
+    }
+    int layer = g != NULL && F->n > 0 ? g->nodes[F->node[0]].layer : t->layer;
+    if ((ret = side_solo(t, g, layer, F, c->f_solo)) == HX_OK &&
+        (ret = side_solo(t, g, layer, B, c->b_solo)) == HX_OK) {
+        /* the table's pair (Fi, Bj) is at i * nbwd + j, as the costs' */
+        for (int k = 0; k < t->npairs; k++) {
+            c->corun_ms[k] = t->pairs[k].corun_ms;
+            c->a_ms[k] = t->pairs[k].a_ms;
+            c->b_ms[k] = t->pairs[k].b_ms;
+        }
+    }
+    if (ret != HX_OK) {
+        hx_strand_costs_free(c);
+    }
+    return ret;
 }

@@ -22,7 +22,7 @@ struct plan_args {
 
 /* Model flags given on the command line must agree with the table's model. */
 static int check_model(const struct flag_set *fs, const struct plan_args *a,
-                       const struct hx_strand_model *m, const char *path)
+                       const struct hx_overlap_model *m, const char *path)
 {
     const struct {
         const char *flag, *field;
@@ -51,7 +51,7 @@ static int check_model(const struct flag_set *fs, const struct plan_args *a,
 }
 
 /* Build the graph for rank 0 of the table's mesh, as `helix profile-overlap` does. */
-static int build_model(const struct hx_strand_model *m, hx_gpt_t *model, struct hx_mesh *mesh)
+static int build_model(const struct hx_overlap_model *m, hx_gpt_t *model, struct hx_mesh *mesh)
 {
     struct hx_gpt_config c = { .vocab_size = m->vocab_size, .num_layers = m->num_layers,
                                .num_heads = m->num_heads, .hidden_size = m->hidden_size,
@@ -148,7 +148,7 @@ static int count(const int *flag, int n)
     return c;
 }
 
-static int plan_layer(const struct plan_args *a, const struct hx_strand_profile *t,
+static int plan_layer(const struct plan_args *a, const struct hx_overlap_table *t,
                       hx_gpt_t model, const struct hx_mesh *mesh)
 {
     hx_graph_t g = hx_gpt_graph(model);
@@ -166,8 +166,9 @@ static int plan_layer(const struct plan_args *a, const struct hx_strand_profile 
             HX_OK) {
         goto out;
     }
-    if (hx_strand_costs_from_profile(t, g, &F, &B, &c) != HX_OK) {
-        rc = 2; /* the table does not fit the graph: bad input, already reported */
+    int ret = hx_strand_costs_from_table(t, g, &F, &B, &c);
+    if (ret != HX_OK) {
+        rc = ret == HX_ENOMEM ? 1 : 2; /* else the table does not fit the graph: bad input */
         goto out;
     }
     struct hx_plan_options o = { .max_orders = a->max_orders, .max_segment = a->max_segment,
@@ -176,7 +177,7 @@ static int plan_layer(const struct plan_args *a, const struct hx_strand_profile 
     if (hx_plan_search(g, &F, &B, &c, &o, &p) != HX_OK) {
         goto out;
     }
-    const struct hx_strand_model *m = &t->model;
+    const struct hx_overlap_model *m = &t->model;
     printf("helix plan-strands: layer %d of L=%d C=%d heads=%d T=%d B=%d V=%d, tp %d%s, dp %d, "
            "M=%d (table %s, profiled on layer %d)\n", a->layer, m->num_layers, m->hidden_size,
            m->num_heads, m->seq_length, m->micro_batch_size, m->vocab_size, m->tp,
@@ -252,8 +253,8 @@ int cmd_plan_strands(int argc, char **argv)
         flags_free(&fs);
         return 2;
     }
-    struct hx_strand_profile t;
-    if (hx_strand_profile_read(a.profile, &t) != HX_OK) {
+    struct hx_overlap_table t;
+    if (hx_overlap_table_load(a.profile, &t) != HX_OK) { /* names the file and the field */
         flags_free(&fs);
         return 2;
     }
@@ -261,7 +262,8 @@ int cmd_plan_strands(int argc, char **argv)
     if (rc == 0 && a.layer < 0) {
         a.layer = t.layer;
     }
-    if (rc == 0 && (a.layer >= t.model.num_layers || t.layer >= t.model.num_layers)) {
+    if (rc == 0 && (a.layer >= t.model.num_layers || t.layer < 0 ||
+                    t.layer >= t.model.num_layers)) {
         fprintf(stderr, "helix: error: layer %d is not one of the model's %d layers (the "
                 "table was profiled on layer %d); pass --layer 0..%d\n",
                 a.layer >= t.model.num_layers ? a.layer : t.layer, t.model.num_layers,
@@ -287,7 +289,7 @@ int cmd_plan_strands(int argc, char **argv)
     if (model != NULL) {
         hx_gpt_destroy(model);
     }
-    hx_strand_profile_free(&t);
+    hx_overlap_table_free(&t);
     flags_free(&fs);
     return rc;
 }

@@ -8,7 +8,7 @@
  *
  * Pipeline (all plain data; nothing here calls StarPU or changes numerics):
  *   graph --hx_strand_list_build--> F list, B list (+ their intra-list DAGs, movable nodes)
- *   table --hx_strand_profile_read + hx_strand_costs_from_profile--> solo and pair times
+ *   table --hx_overlap_table_load + hx_strand_costs_from_table--> solo and pair times
  *   lists --hx_strand_orders--> candidate topological orders of each side
  *   orders x costs --hx_plan_search (DP per order pair)--> plan: orders + steps
  *
@@ -175,52 +175,20 @@ int hx_plan_write_json(const struct hx_plan *p, const char *path);
  *  steps cover each op once.  @return HX_OK, HX_EIO, HX_EFORMAT (reported). */
 int hx_plan_read_json(const char *path, struct hx_plan *p);
 
-/* ---- reading the overlap table (schema "helix-overlap-1") ----
- * A minimal reader of the profiler's file, kept behind these two calls so it can be swapped
- * for the profiler's own (helix/overlap.h) without touching the planner. */
+/* ---- costs from the profiled overlap table (helix/overlap.h, hx_overlap_table_load) ---- */
 
-/** The table's "model": the job the profile was taken for (Megatron's names in the CLI). */
-struct hx_strand_model {
-    int num_layers, hidden_size, num_heads, seq_length, micro_batch_size, vocab_size;
-    int tp, sequence_parallel, dp, num_micro_batches;
-};
-
-struct hx_strand_profile_op {
-    char key[16];
-    char op[HX_PLAN_OPNAME];
-    double solo_ms;
-};
-
-struct hx_strand_profile_pair {
-    char a[16], b[16];
-    double corun_ms, a_ms, b_ms;
-};
-
-struct hx_strand_profile {
-    struct hx_strand_model model;
-    int layer;
-    int nops;
-    struct hx_strand_profile_op *ops;
-    int npairs;
-    struct hx_strand_profile_pair *pairs;
-};
+struct hx_overlap_table;
 
 /**
- * Parse @p path.  @return HX_OK, HX_EIO (missing or unreadable file), HX_EFORMAT (not JSON,
- * wrong "schema", a field missing or of the wrong type, a negative or non-finite time);
- * the message names the file and the problem.
+ * Costs of the lists @p F and @p B of @p g from a loaded table: it must have exactly the
+ * lists' keys (F0..F(nf-1), B0..B(nb-1); the loader already guarantees every F x B pair),
+ * each with the op the graph has under that key (@p g NULL: op names unchecked).
+ * @return HX_OK, HX_ENOMEM or HX_EFORMAT (message names the key, the layer and the likely
+ *         cause: another profiled layer, or another model or build).
  */
-int hx_strand_profile_read(const char *path, struct hx_strand_profile *t);
-void hx_strand_profile_free(struct hx_strand_profile *t);
-
-/**
- * Costs of the lists @p F and @p B of @p g from the table: every key F0..F(nf-1),
- * B0..B(nb-1) must be there with the op the graph has under that key, and every F x B pair.
- * @return HX_OK or HX_EFORMAT (message names the key or pair and the likely cause).
- */
-int hx_strand_costs_from_profile(const struct hx_strand_profile *t, const struct hx_graph *g,
-                                 const struct hx_strand_list *F,
-                                 const struct hx_strand_list *B, struct hx_strand_costs *c);
+int hx_strand_costs_from_table(const struct hx_overlap_table *t, const struct hx_graph *g,
+                               const struct hx_strand_list *F, const struct hx_strand_list *B,
+                               struct hx_strand_costs *c);
 
 #ifdef __cplusplus
 }

@@ -6,10 +6,12 @@
 # gives a plan faster than sequential, the same on every run, written as helix-plan-1 JSON;
 # a table with no overlap gives exactly the sequential time; model flags that agree pass.
 # Bad input exits 2 with one message naming it: no --profile, a missing table, bad JSON, a
-# wrong schema, a missing pair, a missing key, an op that is not the graph's under its key,
-# a model flag that differs from the table's, a layer the model lacks or whose ops differ
-# from the profiled layer's (layer 0 starts with its own LayerNorm; later layers receive it
-# fused into the previous layer's residual add), one micro-batch per rank (no second strand).
+# wrong schema, a missing pair, a missing key, a negative time (the table is read by
+# hx_overlap_table_load, whose wording these are), an op that is not the graph's under its
+# key, a model flag that differs from the table's, a layer the model lacks or whose ops
+# differ from the profiled layer's (layer 0 starts with its own LayerNorm; later layers
+# receive it fused into the previous layer's residual add), one micro-batch per rank (no
+# second strand).
 # shellcheck disable=SC2016,SC2034,SC2317  # ok evals its single-quoted checks
 set -u
 # shellcheck source=tests/cli/lib.sh
@@ -19,7 +21,7 @@ GEN=$HX_BUILDDIR/tests/schedulers/synth_overlap
 MODEL="2 64 4 32 2 256 2 1 1 2" # L C H T B V tp sp dp M: 2 layers, C 64, tp 2 + sp
 GOOD=$TMP/overlap.json
 SERIAL=$TMP/serial.json
-plan 19
+plan 20
 
 # shellcheck disable=SC2086  # MODEL is a list of numbers
 "$GEN" "$GOOD" $MODEL 1 overlap && "$GEN" "$SERIAL" $MODEL 1 serial || # layer 1
@@ -69,17 +71,19 @@ has_words() {
 }
 
 bad "no --profile" "needs --profile"
-bad "a missing table" "cannot read the overlap table|$TMP/none.json|profile-overlap" \
+bad "a missing table" "cannot open overlap table|$TMP/none.json|profile-overlap" \
     --profile "$TMP/none.json"
 head -c 300 "$GOOD" >"$TMP/cut.json"
 bad "a truncated table" "not valid JSON|line" --profile "$TMP/cut.json"
 sed 's/helix-overlap-1/helix-overlap-2/' "$GOOD" >"$TMP/schema.json"
-bad "a wrong schema" "helix-overlap-2|expected \"helix-overlap-1\"" --profile "$TMP/schema.json"
+bad "a wrong schema" "helix-overlap-2|reads \"helix-overlap-1\"" --profile "$TMP/schema.json"
 sed '/"a": "F1", "b": "B2",/d' "$GOOD" >"$TMP/pair.json"
-bad "a missing pair" "lacks pair (F1, B2)" --profile "$TMP/pair.json"
+bad "a missing pair" "no entry for (F1, B2)" --profile "$TMP/pair.json"
 sed '/"key": "B3",/d' "$GOOD" >"$TMP/key.json"
-bad "a missing key" "lacks key B3" --profile "$TMP/key.json"
+bad "a missing key" "ops[|].key is \"B4\"|expected \"B3\"" --profile "$TMP/key.json"
 sed 's/"key": "F0", "op": "[a-z_]*"/"key": "F0", "op": "gelu_fwd"/' "$GOOD" >"$TMP/op.json"
+sed 's/"corun_ms": /"corun_ms": -/' "$GOOD" >"$TMP/negative.json"
+bad "a negative co-run time" "negative time|pairs[0]" --profile "$TMP/negative.json"
 bad "an op that is not the graph's" "F0 is gelu_fwd|re-profile" --profile "$TMP/op.json"
 bad "a model flag against the table" "--hidden-size 128|hidden_size 64" --profile "$GOOD" \
     --hidden-size 128

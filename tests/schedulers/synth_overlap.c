@@ -6,8 +6,10 @@
  *   compute || collective: each op 10% slower; compute || compute: each runs at the speed of
  *   sharing, own time = its solo + 80% of the other's ("overlap" mode), or no overlap at all,
  *   the forward op first: a_ms = solo a, b_ms = corun = solo a + solo b ("serial" mode).
- * usage: overlap_table OUT L C H T B V TP SP DP M LAYER overlap|serial
- * One pair per line, so a test can delete one with sed and keep valid JSON. */
+ * usage: synth_overlap OUT L C H T B V TP SP DP M LAYER overlap|serial
+ * The table is filled in memory and written by hx_overlap_table_write, so hx_overlap_table_load
+ * reads it; that writer puts one op and one pair per line, so a test can delete one with sed
+ * and keep valid JSON. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 #include "helix/error.h"
 #include "helix/gpt.h"
+#include "helix/overlap.h"
 
 static double solo(const struct hx_node *n)
 {
@@ -67,48 +70,43 @@ int main(int argc, char **argv)
             b[nb++] = i;
         }
     }
-    FILE *out = fopen(argv[1], "w");
-    if (out == NULL) {
-        perror(argv[1]);
+    struct hx_overlap_table t;
+    if (hx_overlap_table_init(&t, nf, nb) != HX_OK) {
         return 1;
     }
-    fprintf(out, "{\"schema\": \"helix-overlap-1\",\n \"model\": {\"num_layers\": %d, "
-            "\"hidden_size\": %d, \"num_heads\": %d, \"seq_length\": %d, \"micro_batch_size\": "
-            "%d, \"vocab_size\": %d, \"tp\": %d, \"sequence_parallel\": %d, \"dp\": %d, "
-            "\"num_micro_batches\": %d},\n \"layer\": %d, \"workers\": 2, \"ranks\": %d, "
-            "\"repeats\": 1, \"host\": \"synthetic\", \"date\": \"1970-01-01T00:00:00Z\",\n"
-            " \"ops\": [\n", L, C, H, T, B, V, tp, sp, dp, M, layer, tp * dp);
+    t.model = (struct hx_overlap_model){ L, C, H, T, B, V, tp, sp, dp, M };
+    t.layer = layer, t.workers = 2, t.ranks = tp * dp, t.repeats = 1;
+    snprintf(t.host, sizeof t.host, "synthetic");
+    snprintf(t.date, sizeof t.date, "1970-01-01T00:00:00Z");
     for (int k = 0; k < nf + nb; k++) {
         const struct hx_node *n = &g->nodes[k < nf ? f[k] : b[k - nf]];
-        fprintf(out, "  {\"key\": \"%c%d\", \"op\": \"%s\", \"kind\": \"%s\", \"lane\": \"%s\", "
-                "\"flops\": %.0f, \"bytes\": %.0f, \"solo_ms\": %.17g, \"solo_ms_min\": %.17g}%s\n",
-                k < nf ? 'F' : 'B', k < nf ? k : k - nf, hx_op_name(n->op),
-                n->kind == HX_KIND_COMM ? "comm" : "comp",
-                n->lane == HX_LANE_COMPUTE ? "compute" : "comm_intra", n->flops, n->bytes,
-                solo(n), solo(n), k + 1 < nf + nb ? "," : "");
+        struct hx_overlap_op *op = &t.ops[k];
+        snprintf(op->op, sizeof op->op, "%s", hx_op_name(n->op));
+        op->comm = n->kind == HX_KIND_COMM;
+        op->lane = n->lane;
+        op->flops = n->flops, op->bytes = n->bytes;
+        op->solo_ms = op->solo_ms_min = solo(n);
     }
-    fprintf(out, " ],\n \"pairs\": [\n");
     for (int x = 0; x < nf; x++) {
         for (int y = 0; y < nb; y++) {
             const struct hx_node *a = &g->nodes[f[x]], *bn = &g->nodes[b[y]];
-            double sa = solo(a), sb = solo(bn), am, bm;
+            struct hx_overlap_pair *p = &t.pairs[x * nb + y];
+            double sa = solo(a), sb = solo(bn);
             if (serial) {
-                am = sa, bm = sa + sb;
+                p->a_ms = sa, p->b_ms = sa + sb;
             } else if (a->kind != bn->kind) {
-                am = 1.1 * sa, bm = 1.1 * sb;
+                p->a_ms = 1.1 * sa, p->b_ms = 1.1 * sb;
             } else {
-                am = sa + 0.8 * sb, bm = sb + 0.8 * sa;
+                p->a_ms = sa + 0.8 * sb, p->b_ms = sb + 0.8 * sa;
             }
-            double corun = fmax(am, bm), oef = (sa + sb - corun) / fmin(sa, sb);
-            fprintf(out, "  {\"a\": \"F%d\", \"b\": \"B%d\", \"corun_ms\": %.17g, \"a_ms\": %.17g, "
-                    "\"b_ms\": %.17g, \"oef\": %.4f, \"serialized\": %s}%s\n", x, y, corun, am,
-                    bm, oef, serial ? "true" : "false",
-                    x + 1 < nf || y + 1 < nb ? "," : "");
+            p->corun_ms = fmax(p->a_ms, p->b_ms);
+            p->oef = hx_oef(sa, sb, p->corun_ms);
+            p->serialized = serial;
         }
     }
-    fprintf(out, " ]}\n");
-    fclose(out);
+    int ret = hx_overlap_table_write(&t, argv[1]);
+    hx_overlap_table_free(&t);
     free(f), free(b);
     hx_gpt_destroy(m);
-    return 0;
+    return ret == HX_OK ? 0 : 1;
 }
