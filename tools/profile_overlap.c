@@ -88,38 +88,6 @@ static const char usage_text[] =
     "  mpirun -np N helix profile-overlap --tensor-model-parallel-size N [--sequence-parallel]\n"
     "Two collectives of one channel are never co-run (\"serialized\": true, OEF 0).";
 
-/* Launched by mpirun?  (as tools/train.c) */
-static int launched_by_mpirun(void)
-{
-    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
-}
-
-/* Ranks other than 0 check the same flags but stay silent (as tools/train.c). */
-static int mute_stderr(int rank)
-{
-    if (rank == 0) {
-        return -1;
-    }
-    fflush(stderr);
-    int saved = dup(2), null = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && null >= 0) {
-        dup2(null, 2);
-    }
-    if (null >= 0) {
-        close(null);
-    }
-    return saved;
-}
-
-static void unmute_stderr(int saved)
-{
-    if (saved >= 0) {
-        fflush(stderr);
-        dup2(saved, 2);
-        close(saved);
-    }
-}
-
 /* --out's directory must exist and be writable: checked before minutes of measuring. */
 static int check_out(const char *out)
 {
@@ -170,12 +138,7 @@ static int prepare(struct po_args *a, struct flag_set *fs, int argc, char **argv
                 "StarPU workers; use --workers 2 (or more)\n");
         return 2;
     }
-    if (a->sched != NULL && !hx_sched_is_known(a->sched)) {
-        fprintf(stderr, "helix: error: unknown --sched '%s'; choose one of:", a->sched);
-        for (const char *const *n = hx_sched_names(); *n != NULL; n++) {
-            fprintf(stderr, " %s", *n);
-        }
-        fprintf(stderr, "\n");
+    if (tools_check_sched(a->sched) != 0) {
         return 2;
     }
     if (check_out(a->out) != 0) {
@@ -436,7 +399,7 @@ int cmd_profile_overlap(int argc, char **argv)
 {
     static struct po_run r;
     int ret;
-    r.mpi = launched_by_mpirun();
+    r.mpi = tools_launched_by_mpirun();
     r.size = 1;
     if (r.mpi) {
         if (hx_mpi_init(&argc, &argv) != HX_OK) {
@@ -446,9 +409,9 @@ int cmd_profile_overlap(int argc, char **argv)
         r.size = hx_mpi_world_size();
     }
     args_init(&r.a, &r.flags);
-    int muted = mute_stderr(r.rank);
+    int muted = tools_mute_stderr(r.rank);
     ret = prepare(&r.a, &r.flags, argc, argv, r.size, r.rank, &r.cfg, &r.mesh);
-    unmute_stderr(muted);
+    tools_unmute_stderr(muted);
     if (ret == 0) {
         if (r.rank != 0 && freopen("/dev/null", "w", stdout) == NULL) {
             hx_warn("cannot silence stdout of rank %d", r.rank);

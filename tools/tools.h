@@ -60,4 +60,13 @@ int cmd_bench(int argc, char **argv);
 int cmd_profile_overlap(int argc, char **argv);
 int cmd_plan_strands(int argc, char **argv);
 
+/* tools/launch.c: launched by mpirun (every rank runs the same program on its shard)?
+ * Ranks other than 0 check the same input and fail the same way, but only rank 0 speaks:
+ * mute returns the saved stderr (or -1 on rank 0), unmute restores it.  A --sched name that
+ * is no policy: its message and 2, else 0. */
+int tools_launched_by_mpirun(void);
+int tools_mute_stderr(int rank);
+void tools_unmute_stderr(int saved);
+int tools_check_sched(const char *name);
+
 #endif /* HX_TOOLS_H */

@@ -371,39 +371,6 @@ static int train(struct run *r)
     return ret;
 }
 
-/* Launched by mpirun?  Then every rank runs this same program on its shard. */
-static int launched_by_mpirun(void)
-{
-    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
-}
-
-/* Ranks other than 0 check the same input and fail the same way, but only rank 0 speaks:
- * their stderr goes to /dev/null until the input is known good.  Returns the saved fd. */
-static int mute_stderr(int rank)
-{
-    if (rank == 0) {
-        return -1;
-    }
-    fflush(stderr);
-    int saved = dup(2), null = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && null >= 0) {
-        dup2(null, 2);
-    }
-    if (null >= 0) {
-        close(null);
-    }
-    return saved;
-}
-
-static void unmute_stderr(int saved)
-{
-    if (saved >= 0) {
-        fflush(stderr);
-        dup2(saved, 2);
-        close(saved);
-    }
-}
-
 /* Memory this rank allocates, by what it holds, with AMSP's model-state formula. */
 static void print_memory(const struct run *r)
 {
@@ -425,7 +392,7 @@ int cmd_train(int argc, char **argv)
 {
     static struct run r;
     int rank = 0, size = 1, ret;
-    r.mpi = launched_by_mpirun();
+    r.mpi = tools_launched_by_mpirun();
     if (r.mpi) {
         if (hx_mpi_init(&argc, &argv) != HX_OK) {
             return 1;
@@ -433,7 +400,7 @@ int cmd_train(int argc, char **argv)
         rank = hx_mpi_world_rank();
         size = hx_mpi_world_size();
     }
-    int muted = mute_stderr(rank);
+    int muted = tools_mute_stderr(rank);
     ret = prepare(&r, size, argc, argv);
     if (ret == 0) {
         ret = train_args_mesh(&r.a, size, rank, rank != 0, &r.mesh);
@@ -441,7 +408,7 @@ int cmd_train(int argc, char **argv)
     if (ret == 0) {
         ret = load_strand_plan(&r);
     }
-    unmute_stderr(muted);
+    tools_unmute_stderr(muted);
     if (ret != 0) {
         flags_free(&r.flags);
         if (r.mpi) {

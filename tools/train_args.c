@@ -202,12 +202,7 @@ int train_args_check(struct train_args *a)
                 "--min-lr\n", (double)a->min_lr, (double)a->lr);
         return 2;
     }
-    if (a->sched != NULL && !hx_sched_is_known(a->sched)) {
-        fprintf(stderr, "helix: error: unknown --sched '%s'; choose one of:", a->sched);
-        for (const char *const *n = hx_sched_names(); *n != NULL; n++) {
-            fprintf(stderr, " %s", *n);
-        }
-        fprintf(stderr, "\n");
+    if (tools_check_sched(a->sched) != 0) {
         return 2;
     }
     if (a->load != NULL && a->load_llmc != NULL) {

@@ -6,6 +6,7 @@
 #   parity_check NAME NP FLAGS...   mpirun -np NP of the same run with FLAGS; three checks:
 #       it exits 0, every step's loss is within PARITY_TOL (relative) of the serial loss,
 #       and every final parameter within PARITY_TOL (normwise relative, tests/mpi/ckpt_compare)
+#   parity_same A B         runs A and B agree bitwise (losses and gradient norms)
 # The model is small but has every part: 2 layers, 4 heads, 8 micro-batches of 2 sequences
 # (so 4 data-parallel ranks still accumulate 2 micro-batches each), 20 AdamW steps.
 
@@ -33,6 +34,12 @@ if not a or a.keys() != b.keys():
     print("inf"); sys.exit()
 print("%.3g" % max(abs(a[k] - b[k]) / abs(a[k]) for k in a))
 PY
+}
+
+# parity_same A B: runs A and B (their $TMP/NAME.json logs) have bitwise the same loss and
+# gradient norm at every step, and at least one step
+parity_same() {
+    python3 -c "import json,sys; l=lambda p:[(r['loss'],r['grad_norm']) for r in map(json.loads,open(p)) if 'loss' in r]; sys.exit(not l(sys.argv[1]) or l(sys.argv[1])!=l(sys.argv[2]))" "$TMP/$1.json" "$TMP/$2.json"
 }
 
 le_tol() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 1)"; }
