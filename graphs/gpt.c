@@ -150,7 +150,7 @@ int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward)
 
 /* Metadata of the nodes of micro-batch mb's work: phase, micro-batch, strand (alternating
  * alpha, beta with two strands) */
-static void stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
+void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
 {
     m->g->cur.phase = phase;
     m->g->cur.microbatch = mb;
@@ -169,7 +169,7 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
     int tp0 = m->mesh.tp_rank == 0, a = m->cv[c], lo = m->clo[c];
     hx_gpt_take_layer(m, mb, lo);
     hx_gpt_use_mb(m, mb);
-    stamp(m, mb, HX_PHASE_FORWARD, -1);
+    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
     hx_tensor_t x = c == 0 ? m->emb : m->in2;
     if (a == 0) {
         if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
@@ -203,7 +203,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
         hx_gpt_take_layer(m, mb, l + 1);
     }
     hx_gpt_use_mb(m, mb);
-    stamp(m, mb, HX_PHASE_FORWARD, l);
+    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
     if (l + 1 < cf->num_layers) { /* the next layer's parameters, during this one */
@@ -245,7 +245,7 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
     hx_graph_t g = m->g;
     int b = m->cv[c] + m->cvn[c] - 1, hi = m->chi[c];
     hx_gpt_use_mb(m, mb);
-    stamp(m, mb, HX_PHASE_FORWARD, -1);
+    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
     if (b + 1 < m->nvs) {
         hx_send_tiles(g, hx_gpt_edge_channel(m, b, 0), m->res_out[hi - 1],
                       hx_gpt_vstage_rank(m, b + 1));

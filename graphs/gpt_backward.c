@@ -82,14 +82,6 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     done(m, P_LAYER(l, P_LN1_W), P_LAYER(l, P_LN1_B), mb);
 }
 
-static void stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
-{
-    m->g->cur.phase = phase;
-    m->g->cur.microbatch = mb;
-    m->g->cur.layer = layer;
-    m->g->cur.strand = m->strands ? (mb % 2 ? HX_STRAND_BETA : HX_STRAND_ALPHA) : HX_STRAND_NONE;
-}
-
 /* The backward of chunk c of micro-batch mb in three pieces: the gradient of its output
  * (the head's after the last virtual stage, else received); each layer, top down, giving its
  * activations back; the gradient of its input (sent back, or the embedding's). */
@@ -99,7 +91,7 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
     hx_tensor_t *P = m->pfull, *G = m->gfull;
     int L = m->cfg.num_layers, b = m->cv[c] + m->cvn[c] - 1;
     hx_gpt_use_mb(m, mb);
-    stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
+    hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (c == m->nchunks - 1) { /* the micro-batch's first backward on this stage */
         hx_gpt_dist_backward_begin(m, -1, mb);
     }
@@ -129,7 +121,7 @@ void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
 {
     int lo = m->clo[c], hi = m->chi[c];
     hx_gpt_use_mb(m, mb);
-    stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
+    hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
     hx_tensor_t dy = l == hi - 1 ? m->dtop : m->dres[l + 1];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
     layer_backward(m, l, mb, dy, x);
@@ -143,7 +135,7 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
     hx_tensor_t *G = m->gfull;
     int a = m->cv[c], lo = m->clo[c];
     hx_gpt_use_mb(m, mb);
-    stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
+    hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (a > 0) { /* the gradient of the chunk's input, to the previous virtual stage */
         hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->dres[lo],
                       hx_gpt_vstage_rank(m, a - 1));

@@ -168,6 +168,9 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c);
 void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c);
 void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l);
 void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c);
+/* The cursor for micro-batch mb's nodes: phase, micro-batch, layer, and its strand (alpha
+ * for even micro-batches, beta for odd ones, with two strands) */
+void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer);
 /* The loss of the logits (with @p grad, the logits become their gradient) */
 void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad);
 /* graphs/gpt_order.c: every micro-batch's forward and backward, in the stage's order */

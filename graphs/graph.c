@@ -130,3 +130,19 @@ int hx_graph_realize(hx_graph_t g)
     }
     return HX_OK;
 }
+
+int hx_graph_barrier_preds(const struct hx_graph *g, int i, int *preds, int max)
+{
+    const struct hx_node *n = &g->nodes[i];
+    int np = 0;
+    for (int k = i - 1; n->block >= 0 && n->segment > 0 && k >= 0 &&
+                        g->nodes[k].block == n->block; k--) {
+        if (g->nodes[k].segment == n->segment - 1) {
+            if (preds != NULL && np < max) {
+                preds[np] = k;
+            }
+            np++;
+        }
+    }
+    return np;
+}

@@ -40,7 +40,9 @@ int hx_pipeline_chunks(int schedule, int p, int s, int first[2], int len[2])
     return 2;
 }
 
-void hx_pipeline_order(int schedule, int p, int s, int m, int *order)
+/* Non-folded schedules as a plain sequence: micro-batch j's forward is j, its backward
+ * -1 - j (2 m entries). */
+static void plain_order(int schedule, int p, int s, int m, int *order)
 {
     int k = 0;
     if (schedule == HX_PIPE_GPIPE) {
@@ -181,7 +183,7 @@ int hx_pipeline_tasks(int schedule, int p, int s, int m, struct hx_pipe_task *ou
     if (schedule != HX_PIPE_FOLD) {
         int *order = malloc(sizeof(int) * 2 * (size_t)m);
         HX_ASSERT(order != NULL, "out of memory");
-        hx_pipeline_order(schedule, p, s, m, order);
+        plain_order(schedule, p, s, m, order);
         for (int k = 0; k < 2 * m; k++) {
             out[k].fwd = order[k] >= 0;
             out[k].mb = order[k] >= 0 ? order[k] : -1 - order[k];

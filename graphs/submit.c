@@ -51,24 +51,34 @@ static void timed_done(void *arg)
  * next submission of the graph can declare them again. */
 #define TAG_BASE ((starpu_tag_t)0x4858000000000000ULL)
 
+/* Tags declared since the last hx_graph_wait (the main thread submits and waits) */
+static starpu_tag_t *tags_used;
+static size_t ntags_used, cap_tags_used;
+
 static void plan_barrier(const struct hx_graph *g, int i, struct starpu_task *t)
 {
-    const struct hx_node *n = &g->nodes[i];
     t->use_tag = 1;
     t->tag_id = TAG_BASE + (starpu_tag_t)i;
-    if (n->segment <= 0) {
+    if (ntags_used == cap_tags_used) {
+        cap_tags_used = cap_tags_used ? 2 * cap_tags_used : 256;
+        tags_used = realloc(tags_used, sizeof *tags_used * cap_tags_used);
+        HX_ASSERT(tags_used != NULL, "out of memory for %zu task tags", cap_tags_used);
+    }
+    tags_used[ntags_used++] = t->tag_id;
+    int np = hx_graph_barrier_preds(g, i, NULL, 0);
+    if (np == 0) {
         return;
     }
-    starpu_tag_t prev[256];
-    unsigned np = 0;
-    for (int k = i - 1; k >= 0 && g->nodes[k].block == n->block; k--) {
-        if (g->nodes[k].segment == n->segment - 1) {
-            HX_ASSERT(np < sizeof prev / sizeof prev[0], "block %d segment %d: more than %zu "
-                      "nodes", n->block, n->segment - 1, sizeof prev / sizeof prev[0]);
-            prev[np++] = TAG_BASE + (starpu_tag_t)k;
-        }
+    int *k = malloc(sizeof(int) * (size_t)np);
+    starpu_tag_t *prev = malloc(sizeof *prev * (size_t)np);
+    HX_ASSERT(k != NULL && prev != NULL, "out of memory");
+    hx_graph_barrier_preds(g, i, k, np);
+    for (int q = 0; q < np; q++) {
+        prev[q] = TAG_BASE + (starpu_tag_t)k[q];
     }
-    starpu_tag_declare_deps_array(t->tag_id, np, prev);
+    starpu_tag_declare_deps_array(t->tag_id, (unsigned)np, prev);
+    free(k);
+    free(prev);
 }
 
 static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *times)
@@ -115,7 +125,6 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
         }
         if (n->block >= 0) { /* a strand plan's barrier, as StarPU tag dependencies */
             plan_barrier(g, i, t);
-            n->submitted = 1;
         }
         int ret = starpu_task_submit(t);
         if (ret != 0) {
@@ -138,12 +147,11 @@ int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time
 
 int hx_graph_wait(hx_graph_t g)
 {
+    (void)g;
     starpu_task_wait_for_all();
-    for (int i = 0; g != NULL && i < g->nnodes; i++) {
-        if (g->nodes[i].block >= 0 && g->nodes[i].submitted) {
-            starpu_tag_remove(TAG_BASE + (starpu_tag_t)i);
-            g->nodes[i].submitted = 0;
-        }
+    for (size_t k = 0; k < ntags_used; k++) {
+        starpu_tag_remove(tags_used[k]);
     }
+    ntags_used = 0;
     return hx_run_status();
 }

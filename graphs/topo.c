@@ -70,13 +70,16 @@ int hx_graph_deps(const struct hx_graph *g, struct hx_deps *d)
                 }
             }
         }
-        /* a strand plan's barrier: every node of the block's previous segment (the block's
-         * nodes are contiguous, in segment order) */
-        for (int k = i - 1; n->block >= 0 && n->segment > 0 && k >= 0 &&
-                            g->nodes[k].block == n->block; k--) {
-            if (g->nodes[k].segment == n->segment - 1) {
-                push(&e, k);
+        /* a strand plan's barrier */
+        int nb = hx_graph_barrier_preds(g, i, NULL, 0);
+        if (nb > 0) {
+            int *b = malloc(sizeof(int) * (size_t)nb);
+            HX_ASSERT(b != NULL, "out of memory");
+            hx_graph_barrier_preds(g, i, b, nb);
+            for (int k = 0; k < nb; k++) {
+                push(&e, b[k]);
             }
+            free(b);
         }
         /* remove self-edges and duplicates (a node may touch one tile twice) */
         int m = start;

@@ -54,8 +54,7 @@ struct hx_node {
     int segment;                /**< pairing segment once a plan exists, else -1 */
     int block;                  /**< SI block a strand plan was applied to, else -1: its
                                  *   nodes run segment by segment, a barrier between
-                                 *   consecutive segments (hx_graph_deps, submission) */
-    int submitted;              /**< submission state of a block's tag (graphs/submit.c) */
+                                 *   consecutive segments (hx_graph_barrier_preds) */
     int priority;               /**< StarPU priority (higher runs first) */
     double flops;               /**< floating-point operations of this task */
     double bytes;               /**< bytes read + written by this task */
@@ -125,7 +124,14 @@ struct hx_deps {
     int *pred;
 };
 
-/** Read-after-write, write-after-read and write-after-write dependencies on tiles. */
+/**
+ * The nodes node @p i waits for at a strand plan's barrier: every node of its block's
+ * previous segment (a block's nodes are contiguous, in segment order).  Writes at most
+ * @p max ids into @p preds (NULL: only count) and returns how many there are.
+ */
+int hx_graph_barrier_preds(const struct hx_graph *g, int i, int *preds, int max);
+/** Read-after-write, write-after-read and write-after-write dependencies on tiles, and the
+ *  barriers of strand plans. */
 int hx_graph_deps(const struct hx_graph *g, struct hx_deps *d);
 void hx_deps_free(struct hx_deps *d);
 /** Longest path in flops from any source (critical path), and per-node level (depth). */

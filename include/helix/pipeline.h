@@ -44,10 +44,6 @@ int hx_pipeline_chunks(int schedule, int p, int s, int first[2], int len[2]);
  *  keeps fewer than 2p in flight). */
 int hx_pipeline_tasks(int schedule, int p, int s, int m, struct hx_pipe_task *out);
 
-/** Non-folded schedules as a plain sequence: micro-batch j's forward is j, its backward
- *  -1 - j (2 @p m entries). */
-void hx_pipeline_order(int schedule, int p, int s, int m, int *order);
-
 /** Most micro-batches stage @p s holds activations for at once (from its first chunk's F to
  *  its first chunk's B). */
 int hx_pipeline_in_flight(int schedule, int p, int s, int m);
