@@ -283,15 +283,21 @@ static long bucket_cap(const struct hx_gpt *m)
     return cap > 0 ? cap : (dflt > 40000000L ? dflt : 40000000L);
 }
 
+/* The tensor queue entry k reduces: the micro-batch's buffer when s_g > s_p, else the
+ * accumulated gradient */
+static hx_tensor_t queued(const struct hx_gpt *m, const struct gpt_grad_queue *q, int k)
+{
+    return m->mesh.sg.s > m->mesh.sp.s ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
+}
+
 /* Emit queue entries [from, to) as one all-reduce; owners of a G-group bucket then add the
  * sum to their accumulator (select), the other members drop it. */
 static void bucket_emit(struct hx_gpt *m, struct gpt_grad_queue *q, int from, int to)
 {
     hx_tensor_t ts[BUCKET_MAX] = { NULL };
-    int per_mb = m->mesh.sg.s > m->mesh.sp.s;
     HX_ASSERT(to > from && to - from <= BUCKET_MAX, "bucket [%d, %d)", from, to);
     for (int k = from; k < to; k++) {
-        ts[k - from] = per_mb ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
+        ts[k - from] = queued(m, q, k);
     }
     hx_allreduce(m->g, q->ch, to - from, ts, HX_SUM);
     for (int k = from; k < to && q->accumulate; k++) {
@@ -324,11 +330,10 @@ static void queue_add(struct hx_gpt *m, struct gpt_grad_queue *q, int i)
 static void queue_flush(struct hx_gpt *m, struct gpt_grad_queue *q)
 {
     if (m->par.serialize_grad_reduce && q->n > 0) {
-        int per_mb = m->mesh.sg.s > m->mesh.sp.s;
         hx_tensor_t *ts = malloc((size_t)q->n * sizeof *ts);
         HX_ASSERT(ts != NULL, "out of memory");
         for (int k = 0; k < q->n; k++) {
-            ts[k] = per_mb ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
+            ts[k] = queued(m, q, k);
         }
         hx_channel_fence(m->g, q->ch, q->n, ts);
         free(ts);
