@@ -5,9 +5,13 @@
  * and an F of another micro-batch next to each other in that order form an SI block
  * (papers.md §2.6): emitted interleaved layer by layer, B's layer first, so the forward
  * takes the activation set the backward just gave back and a scheduler finds the two ready
- * side by side.  An SI block never pairs a micro-batch with itself (its B needs its F's
- * results), and interleaving two independent tasks keeps the step's numbers: their only
- * shared data are the recycled sets, whose reuse StarPU orders.
+ * side by side.  An SI block pairs micro-batches of different strands only: never one with
+ * itself (its B needs its F's results), and never two of one strand, which share its tp
+ * channel, so their collectives would alternate on one token in lock-step and the forward
+ * would wait on every step of the backward (the W's turning stage runs F2 next to B0; left
+ * unpaired, the W with strands went from 1073 to 988 ms/step on bench/strands.sh's bed).
+ * Interleaving two independent tasks keeps the step's numbers: their only shared data are
+ * the recycled sets, whose reuse StarPU orders.
  * Test: tests/graphs/strands.c (interleaving, strand marks, memory), parity_strands.sh. */
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +204,7 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
     int n = hx_pipeline_tasks(m->par.pipeline_schedule, m->mesh.pp, m->mesh.pp_rank, m->Ml, t);
     for (int k = 0; k < n; k++) {
         int pair = m->strands && k + 1 < n && t[k].fwd != t[k + 1].fwd &&
-                   t[k].mb != t[k + 1].mb && t[t[k].fwd ? k : k + 1].mb != 0;
+                   t[k].mb % 2 != t[k + 1].mb % 2 /* other strands */ && t[t[k].fwd ? k : k + 1].mb != 0;
         if (pair) {
             const struct hx_pipe_task *f = t[k].fwd ? &t[k] : &t[k + 1];
             const struct hx_pipe_task *b = t[k].fwd ? &t[k + 1] : &t[k];

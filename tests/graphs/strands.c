@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/graphs/strands.c: two strands (DHelix, --strands) as graph structure, built without
- * running (serial, and stage 0 of a pp=2 1F1B and folded pipeline):
+ * running (serial, stage 0 of a pp=2 1F1B pipeline, stages 0 and 1 of a folded one):
  *  - every node of a micro-batch carries its strand: alpha for even micro-batches, beta for
  *    odd ones (none without strands);
  *  - SI blocks: a forward node of micro-batch j+1 sits between backward nodes of j, so a
- *    scheduler finds them ready side by side;
+ *    scheduler finds them ready side by side; the two are always of different strands (two
+ *    of one strand would share its tp channel and run their collectives in lock-step);
  *  - the forward reuses the activation sets the backward gives back: the activation memory
  *    of two strands stays within 1.1x of one strand's (DHelix's target). */
 #include <stdio.h>
@@ -20,6 +21,7 @@
 struct shape {
     int marks_ok;     /* strand of every micro-batch node as expected */
     int interleaved;  /* SI blocks found: F(j+1) nodes between B(j) nodes */
+    int same_strand;  /* an SI block of two micro-batches of one strand */
     double act_bytes; /* activation memory */
 };
 
@@ -28,9 +30,8 @@ static int is_fwd(const struct hx_node *n)
     return n->phase == HX_PHASE_FORWARD;
 }
 
-static int build(int strands, int pp, int L, int sched, struct shape *s)
+static int build(int strands, int pp, int rank, int L, int sched, struct shape *s)
 {
-    int rank = 0;
     struct hx_gpt_config c = { .vocab_size = 256, .num_layers = L, .num_heads = 4,
                                .hidden_size = 64, .seq_len = 32, .micro_batch_size = 2,
                                .num_micro_batches = 8 };
@@ -58,19 +59,21 @@ static int build(int strands, int pp, int L, int sched, struct shape *s)
         s->marks_ok &= n->strand == want;
     }
     /* F(j+1) between B(j) nodes of a layer and of the layer below (one chunk) */
-    for (int i = 0; i < first_opt && !s->interleaved; i++) {
+    for (int i = 0; i < first_opt; i++) {
         const struct hx_node *b1 = &g->nodes[i];
         if (is_fwd(b1) || b1->layer < 0) {
             continue;
         }
-        int saw_f = 0;
+        int saw_f = 0, same = 0;
         for (int k = i + 1; k < first_opt; k++) {
             const struct hx_node *n = &g->nodes[k];
             if (is_fwd(n) && n->microbatch != b1->microbatch && n->layer >= 0) {
                 saw_f = 1;
+                same |= n->microbatch % 2 == b1->microbatch % 2;
             } else if (!is_fwd(n) && n->microbatch == b1->microbatch &&
-                       n->layer == b1->layer - 1 && saw_f) { /* same chunk */
-                s->interleaved = 1;
+                       n->layer == b1->layer - 1) { /* same chunk */
+                s->interleaved |= saw_f;
+                s->same_strand |= saw_f && same;
                 break;
             }
         }
@@ -86,18 +89,21 @@ int main(void)
 {
     static const struct {
         const char *name;
-        int pp, L, sched;
-    } cases[] = { { "serial", 1, 4, HX_PIPE_1F1B }, { "pp 2 1F1B, stage 0", 2, 4, HX_PIPE_1F1B },
-                  { "pp 2 folded, stage 0 (8 layers)", 2, 8, HX_PIPE_FOLD } };
-    tap_plan(3 * 4);
-    for (int k = 0; k < 3; k++) {
+        int pp, L, sched, rank;
+    } cases[] = { { "serial", 1, 4, HX_PIPE_1F1B, 0 }, { "pp 2 1F1B, stage 0", 2, 4, HX_PIPE_1F1B, 0 },
+                  { "pp 2 folded, stage 0 (8 layers)", 2, 8, HX_PIPE_FOLD, 0 },
+                  { "pp 2 folded, stage 1 (8 layers)", 2, 8, HX_PIPE_FOLD, 1 } };
+    int ncases = (int)(sizeof cases / sizeof cases[0]);
+    tap_plan(ncases * 4);
+    for (int k = 0; k < ncases; k++) {
         struct shape one, two;
-        int ok = build(0, cases[k].pp, cases[k].L, cases[k].sched, &one) &&
-                 build(1, cases[k].pp, cases[k].L, cases[k].sched, &two);
+        int ok = build(0, cases[k].pp, cases[k].rank, cases[k].L, cases[k].sched, &one) &&
+                 build(1, cases[k].pp, cases[k].rank, cases[k].L, cases[k].sched, &two);
         tap_ok(ok && one.marks_ok && two.marks_ok, "%s: nodes carry no strand alone, alpha/beta "
                "by micro-batch parity with strands", cases[k].name);
-        tap_ok(ok && two.interleaved, "%s: with strands a forward of one micro-batch sits "
-               "between the backward nodes of another", cases[k].name);
+        tap_ok(ok && two.interleaved && !two.same_strand, "%s: with strands a forward of one "
+               "micro-batch sits between the backward nodes of another, always of the other "
+               "strand", cases[k].name);
         tap_ok(ok && !one.interleaved, "%s: without strands micro-batches are emitted whole",
                cases[k].name);
         double ratio = ok ? two.act_bytes / one.act_bytes : 0;
