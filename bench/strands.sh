@@ -6,7 +6,8 @@
 # seed and global batch in every run:
 #   (a) the serial reference (1 rank): the losses every run must reproduce (rel. <= 1e-5);
 #   (b) 1F1B, no strands (--sched hx-prio);
-#   (c) Wavelet+: two strands interleaved round-robin (--strands --sched hx-wavelet);
+#   (c) Wavelet+: the folded W with two strands interleaved round-robin (papers.md §2.7:
+#       DHelix's Wavelet+ reuses the folding; --pipeline-fold --strands --sched hx-wavelet);
 #   (d) hx-strand: the folded W, two strands, the pairing plan of `helix plan-strands` from a
 #       `helix profile-overlap` table measured on this bed (tp 2 across the link), executed
 #       by --sched hx-strand;
@@ -86,7 +87,7 @@ for r in $(seq "$rounds"); do
     echo "strands: round $r"
     bed "b$r" 4 "${common[@]}" "${dist[@]}" --sched hx-prio --log-json "$out/b$r.json" \
         --trace "$out/b$r.trace"
-    bed "c$r" 4 "${common[@]}" "${dist[@]}" --strands --sched hx-wavelet \
+    bed "c$r" 4 "${common[@]}" "${dist[@]}" --pipeline-fold --strands --sched hx-wavelet \
         --log-json "$out/c$r.json" --trace "$out/c$r.trace"
     bed "d$r" 4 "${common[@]}" "${dist[@]}" --pipeline-fold --strands \
         --strand-plan "$out/plan.json" --sched hx-strand --log-json "$out/d$r.json" \
@@ -123,7 +124,7 @@ def hidden(name):  # rank 0: share of collective time overlapped by a compute ta
                 over += min(b, y) - max(a, x)
     return over / total if total > 0 else math.nan, total / 1e3
 a = steps("a")
-names = {"b": "1F1B", "c": "Wavelet+ (round-robin strands)", "e": "folded W alone",
+names = {"b": "1F1B", "c": "Wavelet+ (W, round-robin strands)", "e": "folded W alone",
          "d": "hx-strand (W + strands + plan)"}
 ms, hid, ok, worst = {}, {}, True, 0.0
 for k in "bced":
