@@ -107,7 +107,7 @@ def steps(name):
     return recs
 def hidden(name):  # rank 0: share of collective time overlapped by a compute task
     ev = [e for e in json.load(open(os.path.join(out, name + ".trace")))["traceEvents"]
-          if e["ph"] == "X"]
+          if e["ph"] == "X" and e["pid"] == 0]
     comp = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "compute")
     merged = []
     for a, b in comp:

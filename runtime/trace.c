@@ -1,32 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /* runtime/trace.c: the task recorder behind --trace.  hx_graph_submit gives every task a
- * callback that copies StarPU's profiling record (worker, start, end; µs since starpu_init)
- * and the task's IR node into a growing array; hx_trace_write emits Chrome trace-event JSON,
- * one "X" event per task, pid 0 (the rank), tid = worker.  Test: tests/cli/trace.sh. */
+ * callback that copies StarPU's profiling record (worker, start; µs since starpu_init) and
+ * the task's IR node into a growing array, with the training step it ran in.
+ *
+ * A task's end: a compute task ends when its codelet returns (StarPU's end_time); a
+ * collective's codelet only posts the non-blocking MPI call and returns (runtime/
+ * comm_engine.c), so its end_time is the post (about 20 µs) and the transfer would vanish
+ * from the trace.  Its callback runs when the engine releases the end-dependency, i.e. when
+ * MPI completed: the callback's clock is the collective's end.
+ *
+ * hx_trace_write merges every rank into one Chrome trace-event JSON on rank 0: one process
+ * per rank ("rank R (host)"), one thread per compute worker ("compute w<k>") and one per
+ * communication channel on its lane ("comm inter-node: tp"): a channel runs its collectives
+ * one at a time (its token), so no two events of a thread overlap.  Clocks: each rank's
+ * StarPU clock starts at its own starpu_init; after a barrier every rank reads its clock,
+ * and rank 0's reading minus the rank's own is added to the rank's times, which puts every
+ * rank on rank 0's clock up to the barrier's exit skew (tens of µs on one host).
+ * Test: tests/cli/trace.sh, tests/mpi/trace.sh. */
 #include <errno.h>
+#include <limits.h>
+#include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <starpu.h>
 
 #include "helix/error.h"
 #include "helix/graph.h"
+#include "helix/mesh.h"
 #include "helix/trace.h"
 
 struct event {
     const struct hx_node *node;
-    int worker;
+    int worker, step;
     double start_us, end_us;
 };
 
 static struct {
     int active;
+    int step; /* training step of the tasks running now; -1 outside steps */
     pthread_mutex_t lock;
     struct event *ev;
     long n, cap;
-} tr = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} tr = { .step = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* thread ids: workers keep theirs; channel ch is COMM_TID + ch */
+#define COMM_TID 1000
 
 int hx_trace_start(void)
 {
@@ -42,6 +64,11 @@ int hx_trace_active(void)
     return __atomic_load_n(&tr.active, __ATOMIC_RELAXED);
 }
 
+void hx_trace_set_step(int step)
+{
+    __atomic_store_n(&tr.step, step, __ATOMIC_RELAXED);
+}
+
 long hx_trace_count(void)
 {
     pthread_mutex_lock(&tr.lock);
@@ -54,11 +81,14 @@ void hx_trace_record(void *arg)
 {
     struct starpu_task *task = starpu_task_get_current();
     struct starpu_profiling_task_info *pi = task ? task->profiling_info : NULL;
+    const struct hx_node *n = arg;
     if (pi == NULL) {
         return;
     }
-    struct event e = { arg, pi->workerid, starpu_timing_timespec_to_us(&pi->start_time),
-                       starpu_timing_timespec_to_us(&pi->end_time) };
+    struct event e = { n, pi->workerid, __atomic_load_n(&tr.step, __ATOMIC_RELAXED),
+                       starpu_timing_timespec_to_us(&pi->start_time),
+                       n->kind == HX_KIND_COMM ? starpu_timing_now()
+                                               : starpu_timing_timespec_to_us(&pi->end_time) };
     pthread_mutex_lock(&tr.lock);
     if (tr.active) {
         if (tr.n == tr.cap) {
@@ -76,39 +106,171 @@ void hx_trace_record(void *arg)
     pthread_mutex_unlock(&tr.lock);
 }
 
-int hx_trace_write(const char *path)
+static const char *lane_name(enum hx_lane lane)
+{
+    return lane == HX_LANE_COMM_INTER ? "comm inter-node"
+           : lane == HX_LANE_COMM_INTRA ? "comm intra-node" : "compute";
+}
+
+static const char *strand_name(int strand)
+{
+    return strand == HX_STRAND_ALPHA ? "alpha" : strand == HX_STRAND_BETA ? "beta" : "none";
+}
+
+static int is_collective(const struct hx_node *n)
+{
+    return n->kind == HX_KIND_COMM && n->op != HX_OP_FENCE;
+}
+
+/* This rank's metadata and events, each line ending in ",\n", on rank 0's clock
+ * (+ @p shift_us). */
+static void write_rank(FILE *f, int rank, double shift_us)
 {
     static const char *phases[] = { "forward", "backward-data", "backward-weight", "optimizer" };
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        return HX_ERR(HX_EIO, "cannot write trace '%s': %s; check --trace", path,
-                      strerror(errno));
-    }
-    pthread_mutex_lock(&tr.lock);
-    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
+            "\"rank %d (%s)\"}},\n{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %d, "
+            "\"args\": {\"sort_index\": %d}},\n", rank, rank, host, rank, rank);
     for (int w = 0; w < (int)starpu_worker_get_count(); w++) {
-        char name[64];
-        starpu_worker_get_name(w, name, sizeof name);
-        fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": %d, "
-                "\"args\": {\"name\": \"%s\"}},\n", w, name);
+        fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+                "\"args\": {\"name\": \"compute w%d\"}},\n", rank, w, w);
+    }
+    int seen[HX_GROUP_COUNT] = { 0 };
+    for (long i = 0; i < tr.n; i++) {
+        const struct hx_node *n = tr.ev[i].node;
+        int ch = n->kind == HX_KIND_COMM ? n->args.coll.channel : -1;
+        if (ch >= 0 && ch < HX_GROUP_COUNT && !seen[ch]) {
+            seen[ch] = 1;
+            fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+                    "\"args\": {\"name\": \"%s: %s\"}},\n{\"name\": \"thread_sort_index\", "
+                    "\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"sort_index\": %d}},\n",
+                    rank, COMM_TID + ch, lane_name(n->lane), hx_group_name(ch), rank,
+                    COMM_TID + ch, COMM_TID + ch);
+        }
     }
     for (long i = 0; i < tr.n; i++) {
         const struct event *e = &tr.ev[i];
         const struct hx_node *n = e->node;
+        int comm = n->kind == HX_KIND_COMM;
         fprintf(f, "{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
-                "\"dur\": %.3f, \"pid\": 0, \"tid\": %d, \"args\": {\"node\": %d, "
-                "\"layer\": %d, \"microbatch\": %d, \"phase\": \"%s\", \"flops\": %.0f, "
-                "\"strand\": %d, \"block\": %d, \"segment\": %d}}%s\n",
-                hx_op_name(n->op), n->kind == HX_KIND_COMM ? "comm" : "compute", e->start_us,
-                e->end_us - e->start_us, e->worker, n->id, n->layer, n->microbatch,
-                phases[n->phase], n->flops, n->strand, n->block, n->segment,
-                i + 1 < tr.n ? "," : "");
+                "\"dur\": %.3f, \"pid\": %d, \"tid\": %d, \"args\": {\"rank\": %d, "
+                "\"worker\": %d, \"lane\": \"%s\", \"channel\": \"%s\", \"node\": %d, "
+                "\"step\": %d, \"layer\": %d, \"microbatch\": %d, \"phase\": \"%s\", "
+                "\"strand\": %d, \"strand_name\": \"%s\", \"block\": %d, \"segment\": %d, "
+                "\"bytes\": %.0f, \"flops\": %.0f, \"collective\": %d}},\n",
+                hx_op_name(n->op), comm ? "comm" : "compute", e->start_us + shift_us,
+                e->end_us - e->start_us, rank, comm ? COMM_TID + n->args.coll.channel : e->worker,
+                rank, e->worker, lane_name(n->lane),
+                comm ? hx_group_name(n->args.coll.channel) : "", n->id, e->step, n->layer,
+                n->microbatch, phases[n->phase], n->strand, strand_name(n->strand), n->block,
+                n->segment, n->bytes, n->flops, is_collective(n));
     }
-    fprintf(f, "]}\n");
-    pthread_mutex_unlock(&tr.lock);
-    int bad = ferror(f);
-    bad = fclose(f) != 0 || bad;
-    return bad ? HX_ERR(HX_EIO, "writing trace '%s' failed", path) : HX_OK;
+}
+
+/* Rank 0's clock minus ours, read right after a barrier. */
+static double clock_shift(MPI_Comm comm)
+{
+    MPI_Barrier(comm);
+    double mine = starpu_timing_now(), root = mine;
+    MPI_Bcast(&root, 1, MPI_DOUBLE, 0, comm);
+    return root - mine;
+}
+
+/* Every rank's text at rank 0: @p all receives the concatenation (rank order), NULL
+ * elsewhere.  @return HX_OK or HX_ENOMEM / HX_EIO naming the size. */
+static int gather_text(MPI_Comm comm, const char *mine, size_t len, char **all, size_t *total)
+{
+    int rank, size, ret = HX_OK;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int n = len > INT_MAX ? -1 : (int)len;
+    int *lens = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
+    int *offs = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
+    MPI_Gather(&n, 1, MPI_INT, lens, 1, MPI_INT, 0, comm);
+    *all = NULL;
+    *total = 0;
+    long sum = 0;
+    int bad = n < 0;
+    if (rank == 0) {
+        for (int r = 0; r < size; r++) {
+            bad |= lens[r] < 0;
+            offs[r] = (int)(sum < INT_MAX ? sum : INT_MAX);
+            sum += lens[r] > 0 ? lens[r] : 0;
+        }
+        bad |= sum > INT_MAX;
+        *all = bad ? NULL : malloc((size_t)sum + 1);
+    }
+    /* every rank learns whether the gather can go ahead */
+    int go = rank != 0 || (*all != NULL);
+    MPI_Bcast(&go, 1, MPI_INT, 0, comm);
+    if (go) {
+        MPI_Gatherv(mine, n, MPI_CHAR, *all, lens, offs, MPI_CHAR, 0, comm);
+        *total = rank == 0 ? (size_t)sum : 0;
+    } else {
+        ret = HX_ERR(HX_ENOMEM, "the merged trace of %d ranks does not fit (%ld bytes, at most "
+                     "%d): trace fewer steps (--train-iters) or a smaller model", size, sum,
+                     INT_MAX);
+    }
+    free(lens);
+    free(offs);
+    return ret;
+}
+
+int hx_trace_write(const char *path)
+{
+    int inited = 0, size = 1, rank = 0;
+    MPI_Initialized(&inited);
+    MPI_Comm comm = MPI_COMM_NULL;
+    if (inited) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm); /* our own: never matches a user message */
+        MPI_Comm_size(comm, &size);
+        MPI_Comm_rank(comm, &rank);
+    }
+    double shift = size > 1 ? clock_shift(comm) : 0.0;
+    char *mine = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&mine, &len);
+    int ret = HX_OK;
+    if (mem == NULL) {
+        ret = HX_ERR(HX_ENOMEM, "[rank %d] no memory for the trace of %ld tasks", rank, tr.n);
+    } else {
+        pthread_mutex_lock(&tr.lock);
+        write_rank(mem, rank, shift);
+        pthread_mutex_unlock(&tr.lock);
+        fclose(mem);
+    }
+    char *all = mine;
+    size_t total = len;
+    if (size > 1) {
+        int g = gather_text(comm, mine ? mine : "", mine ? len : 0, &all, &total);
+        ret = ret == HX_OK ? g : ret;
+        MPI_Comm_free(&comm);
+    } else if (comm != MPI_COMM_NULL) {
+        MPI_Comm_free(&comm);
+    }
+    if (rank == 0 && ret == HX_OK) {
+        FILE *f = fopen(path, "w");
+        if (f == NULL) {
+            ret = HX_ERR(HX_EIO, "cannot write trace '%s': %s; check --trace", path,
+                         strerror(errno));
+        } else {
+            fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"ranks\": %d, "
+                    "\"generator\": \"helix\"}, \"traceEvents\": [\n", size);
+            /* every line ends in ",\n" (write_rank): drop the last comma */
+            size_t body = total >= 2 && all[total - 2] == ',' ? total - 2 : total;
+            fwrite(all, 1, body, f);
+            fprintf(f, "\n]}\n");
+            int bad = ferror(f);
+            bad = fclose(f) != 0 || bad;
+            ret = bad ? HX_ERR(HX_EIO, "writing trace '%s' failed", path) : HX_OK;
+        }
+    }
+    if (all != mine) {
+        free(all);
+    }
+    free(mine);
+    return ret;
 }
 
 void hx_trace_stop(void)

@@ -310,7 +310,9 @@ static int train(struct run *r)
         hx_data_next_batch(&r->train, a->global_batch, a->seq_len, tok, tgt);
         double t0 = now_ms();
         ret = hx_gpt_set_batch(r->model, tok, tgt);
+        hx_trace_set_step((int)step);
         ret = ret == HX_OK ? hx_gpt_step(r->model, (int)step, &res) : ret;
+        hx_trace_set_step(-1);
         if (ret != HX_OK) {
             progress_clear(r->progress);
         }
@@ -509,13 +511,12 @@ int cmd_train(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         ret = train(&r);
     }
-    if (a->trace != NULL) {
-        char path[4096]; /* rank r > 0 of a distributed run: FILE.rank<r> beside rank 0's */
-        snprintf(path, sizeof path, rank == 0 ? "%s" : "%s.rank%d", a->trace, rank);
-        int tret = hx_trace_write(path);
-        if (tret == HX_OK) {
-            printf("trace: %ld tasks written to %s (open in ui.perfetto.dev)\n",
-                   hx_trace_count(), path);
+    if (a->trace != NULL) { /* every rank's tasks, merged by rank 0 into one file */
+        int tret = hx_trace_write(a->trace);
+        if (tret == HX_OK && rank == 0) {
+            printf("trace: %ld tasks written to %s (rank 0's, %d rank%s merged; open it in "
+                   "ui.perfetto.dev, or run helix trace summarize %s)\n", hx_trace_count(),
+                   a->trace, hx_mpi_world_size(), hx_mpi_world_size() > 1 ? "s" : "", a->trace);
         }
         ret = ret == HX_OK ? tret : ret;
         hx_trace_stop();
