@@ -19,6 +19,8 @@ static void usage(FILE *f)
                "            (helix profile-overlap --help)\n"
                "  plan-strands  DHelix's pairing plan of one layer from an overlap table "
                "(helix plan-strands --help)\n"
+               "  trace     summarize a --trace file (hidden and exposed communication, Flux's\n"
+               "            overlap efficiency, bubble) or draw it as SVG (helix trace --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -45,6 +47,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "plan-strands") == 0) {
         return cmd_plan_strands(argc, argv);
+    }
+    if (strcmp(argv[1], "trace") == 0) {
+        return cmd_trace(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);

@@ -1,0 +1,147 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/trace.sh: the merged trace of a 2-rank ZeRO-3 run and the tools that read it:
+#  - one Chrome trace-event JSON for both ranks (no FILE.rank1): one process per rank, named,
+#    a named thread per compute worker and per channel, every task event on its rank, comm
+#    events on a comm lane with bytes > 0, GEMMs with flops > 0, the parameter all-gathers
+#    and gradient reduce-scatters of ZeRO-3 present on both ranks, no two events of one
+#    thread overlapping;
+#  - `helix trace summarize`: per rank, hidden + exposed = in flight for every op and for
+#    all, shares in [0, 1]; --json with the documented keys; the trace as its own baseline
+#    gives ECT = the baseline's exposed-or-idle time and overlap efficiency 0;
+#  - `helix trace svg`: an SVG that rsvg-convert renders to a PNG that is not blank;
+#  - bad input (a missing file, a file that is no trace, svg without -o) exits 2 naming it.
+# Nothing here is timed: the checks hold for any speed.
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+plan 10
+M="--preset tiny --train-iters 3 --eval-interval 0 --sample-tokens 0 --zero-stage 3
+ --comm-timeout 60"
+# shellcheck disable=SC2086
+run hx_mpirun 2 "$HELIX" train $M --trace "$TMP/z3.json"
+ok "ZeRO-3 np 2 with --trace: one merged file" \
+    'rc_is 0 && [ -s "$TMP/z3.json" ] && [ ! -e "$TMP/z3.json.rank1" ]'
+python3 - "$TMP/z3.json" >"$TMP/check.txt" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+           if e["ph"] == "M" and e["name"] == "thread_name"}
+assert sorted(procs) == [0, 1], "processes %s" % procs
+assert all(procs[r].startswith("rank %d" % r) for r in procs), procs
+assert {e["pid"] for e in x} == {0, 1}, "task events not on both ranks"
+for e in x:
+    assert (e["pid"], e["tid"]) in threads, "unnamed thread %s" % ((e["pid"], e["tid"]),)
+    assert e["args"]["rank"] == e["pid"], "rank arg %s on pid %s" % (e["args"]["rank"], e["pid"])
+    assert e["dur"] >= 0
+comm = [e for e in x if e["args"]["collective"]]
+assert comm and all(e["cat"] == "comm" and e["args"]["lane"].startswith("comm ") and
+                    e["args"]["bytes"] > 0 for e in comm), "comm events off a comm lane or 0 bytes"
+assert all(threads[(e["pid"], e["tid"])].startswith(e["args"]["lane"]) for e in comm)
+gemm = [e for e in x if e["name"] == "matmul"]
+assert gemm and all(e["args"]["flops"] > 0 for e in gemm), "GEMMs without flops"
+for r in (0, 1):
+    names = {e["name"] for e in comm if e["pid"] == r}
+    assert {"allgather", "reduce_scatter"} <= names, "rank %d collectives %s" % (r, names)
+    assert {e["args"]["step"] for e in x if e["pid"] == r} >= {0, 1, 2}, "steps not marked"
+for key in threads:
+    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in x if (e["pid"], e["tid"]) == key)
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert b0 >= a1 - 1e-3, "overlap on %s: %s %s" % (threads[key], (a0, a1), (b0, b1))
+print("%d events, %d threads, %d collectives" % (len(x), len(threads), len(comm)))
+PY
+rc=$?
+ok "valid Chrome trace: a process per rank, named lanes, bytes and flops ($(tail -1 "$TMP/check.txt"))" \
+    "[ $rc -eq 0 ]"
+run "$HELIX" trace summarize "$TMP/z3.json"
+ok "summarize: exit 0, a block per rank" \
+    'rc_is 0 && out_has "^rank 0 " && out_has "^rank 1 " && out_has "^  allgather "'
+run "$HELIX" trace summarize "$TMP/z3.json" --json --baseline "$TMP/z3.json"
+cp "$OUT" "$TMP/sum.json"
+python3 - "$TMP/sum.json" >"$TMP/sum.txt" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [r["rank"] for r in d["ranks"]] == [0, 1]
+for r in d["ranks"]:
+    for k in ("span_ms", "steps", "lanes", "comm", "comm_ms", "exposed_comm_ms", "hidden_comm_ms",
+              "hidden_share", "ect_ms", "overlap_efficiency", "bubble_fraction"):
+        assert k in r, "no key %s" % k
+    assert r["steps"] == 2, "steps %s (3 run, the first left out)" % r["steps"]
+    tol = 1e-3
+    assert abs(r["hidden_comm_ms"] + r["exposed_comm_ms"] - r["comm_ms"]) < tol
+    for op, c in r["comm"].items():
+        assert abs(c["hidden_ms"] + c["exposed_ms"] - c["ms"]) < tol, op
+        assert c["ms"] <= r["comm_ms"] + tol, op
+    assert 0 <= r["hidden_share"] <= 1 and 0 <= r["bubble_fraction"] <= 1
+    assert r["comm"]["allgather"]["ms"] > 0 and r["comm"]["reduce_scatter"]["ms"] > 0
+    # its own baseline: nothing hidden beyond itself
+    assert abs(r["overlap_efficiency"]) < 1e-9, r["overlap_efficiency"]
+    assert abs(r["comm"]["allgather"]["efficiency"]) < 1e-9
+    assert abs(r["ect_ms"] - (r["span_ms"] - r["lanes"]["compute"])) < tol
+print("ranks 0 and 1: all-gather %.2f ms, reduce-scatter %.2f ms per step, %.0f%% hidden" %
+      (d["ranks"][0]["comm"]["allgather"]["ms"], d["ranks"][0]["comm"]["reduce_scatter"]["ms"],
+       100 * d["ranks"][0]["hidden_share"]))
+PY
+rc=$?
+ok "summarize --json: the keys; hidden + exposed = in flight; a trace against itself: E = 0 ($(tail -1 "$TMP/sum.txt"))" \
+    "[ $rc -eq 0 ]"
+run "$HELIX" trace svg "$TMP/z3.json" -o "$TMP/z3.svg"
+ok "svg: exit 0, a file" 'rc_is 0 && [ -s "$TMP/z3.svg" ]'
+rsvg-convert "$TMP/z3.svg" -o "$TMP/z3.png" 2>"$TMP/rsvg.err"
+rc=$?
+[ $rc -eq 0 ] || diag "rsvg-convert: $(head -c 500 "$TMP/rsvg.err")"
+ok "rsvg-convert renders it to PNG" "[ $rc -eq 0 ] && [ -s \"$TMP/z3.png\" ]"
+python3 - "$TMP/z3.png" >"$TMP/png.txt" 2>&1 <<'PY'
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+pos, idat, w = 8, b"", None
+while pos < len(b):
+    n, kind = struct.unpack(">I4s", b[pos:pos + 8])
+    data = b[pos + 8:pos + 8 + n]
+    if kind == b"IHDR":
+        w, h, depth, ctype = struct.unpack(">IIBB", data[:10])
+    elif kind == b"IDAT":
+        idat += data
+    pos += 12 + n
+assert depth == 8 and ctype in (2, 6), "PNG depth %d colour type %d" % (depth, ctype)
+bpp = 3 if ctype == 2 else 4
+raw, stride, prev, rows = zlib.decompress(idat), w * bpp, bytearray(w * bpp), []
+i = 0
+for y in range(h):  # undo the PNG filters
+    f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+    i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0
+        c = prev[x - bpp] if x >= bpp else 0
+        p = prev[x]
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + p) & 255
+        elif f == 3: line[x] = (line[x] + (a + p) // 2) & 255
+        elif f == 4:
+            pa, pb, pc = abs(p - c), abs(a - c), abs(a + p - 2 * c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else p if pb <= pc else c)) & 255
+    rows.append(bytes(line))
+    prev = line
+colors, ink = set(), 0
+for line in rows[::2]:
+    for x in range(0, stride, bpp * 2):
+        px = line[x:x + 3]
+        colors.add(bytes(px))
+        ink += px != b"\xff\xff\xff"
+share = ink / (len(rows[::2]) * len(range(0, stride, bpp * 2)))
+assert len(colors) >= 8 and share > 0.01, "blank: %d colours, %.3f not white" % (len(colors), share)
+print("%dx%d, %d colours, %.1f%% not white" % (w, h, len(colors), 100 * share))
+PY
+rc=$?
+ok "the PNG is not blank ($(tail -1 "$TMP/png.txt"))" "[ $rc -eq 0 ]"
+run "$HELIX" trace summarize "$TMP/missing.json"
+ok "summarize a missing file: exit 2, named" 'rc_is 2 && err_has "cannot read trace .*missing.json"'
+echo '{"a": 1}' >"$TMP/other.json"
+run "$HELIX" trace summarize "$TMP/other.json"
+ok "summarize a JSON that is no trace: exit 2, named" 'rc_is 2 && err_has "other.json.*traceEvents"'
+run "$HELIX" trace svg "$TMP/z3.json"
+ok "svg without -o: exit 2" 'rc_is 2 && err_has "-o OUT.svg"'
+finish

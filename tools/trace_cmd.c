@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/trace_cmd.c: `helix trace summarize|svg`, over a trace of `helix train --trace`.
+ * Exit codes: 0, 1 (a write failed), 2 (bad usage or a file that is no helix trace).
+ * Test: tests/mpi/trace.sh. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/json.h"
+#include "tools/tools.h"
+#include "tools/trace_file.h"
+#include "tools/trace_summary.h"
+#include "tools/trace_svg.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: helix trace summarize TRACE [--baseline TRACE] [--json]\n"
+            "       helix trace svg TRACE -o OUT.svg [--step N|all]\n\n"
+            "TRACE is a file of helix train --trace (every rank merged).\n\n"
+            "summarize: per rank, means per training step (the first step, a warm-up, left\n"
+            "  out when there are more): the step's span; busy time of the compute lane and of\n"
+            "  each communication lane; per collective op its time in flight (post to MPI\n"
+            "  completion), the part hidden under compute and the part exposed (the rank\n"
+            "  computed nothing meanwhile); the bubble (compute idle and no data/tensor-\n"
+            "  parallel collective in flight: pipeline waits and gaps).  --baseline gives a\n"
+            "  trace of the same job without overlap (--sched serial-comm) for Flux's metrics:\n"
+            "  effective communication time ECT = span - baseline compute, overlap efficiency\n"
+            "  E = 1 - ECT / ECT(baseline), and per op 1 - exposed / exposed(baseline), the\n"
+            "  share of that op's exposed time that overlap hid.  --json prints one object:\n"
+            "  {\"ranks\": [{\"rank\", \"span_ms\", \"steps\", \"lanes\": {...}, \"comm\": {op:\n"
+            "  {\"ms\", \"exposed_ms\", \"hidden_ms\", \"efficiency\"}}, \"comm_ms\",\n"
+            "  \"exposed_comm_ms\", \"hidden_comm_ms\", \"hidden_share\", \"ect_ms\",\n"
+            "  \"overlap_efficiency\", \"bubble_fraction\"}]} (null where there is no baseline).\n"
+            "svg: a timeline of one step (default: the last; --step N, or all) with a band per\n"
+            "  rank and a row per worker and channel, tasks colored by op class, strand beta\n"
+            "  hatched, and a legend; open it in a browser.\n");
+}
+
+static int load(const char *path, struct trace *t)
+{
+    char err[512];
+    if (trace_load(path, t, err, sizeof err) != 0) {
+        fprintf(stderr, "helix trace: error: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+static void json_num(FILE *f, const char *key, double v, const char *sep)
+{
+    if (isnan(v)) {
+        fprintf(f, "\"%s\": null%s", key, sep);
+    } else {
+        fprintf(f, "\"%s\": %.6g%s", key, v, sep);
+    }
+}
+
+static void print_json(const struct rank_summary *rs, int n)
+{
+    printf("{\"ranks\": [");
+    for (int r = 0; r < n; r++) {
+        const struct rank_summary *s = &rs[r];
+        printf("%s\n{\"rank\": %d, \"steps\": %d, ", r ? "," : "", s->rank, s->steps);
+        json_num(stdout, "span_ms", s->span_ms, ", ");
+        printf("\"lanes\": {");
+        json_num(stdout, "compute", s->compute_ms, ", ");
+        json_num(stdout, "comm intra-node", s->lane_ms[0], ", ");
+        json_num(stdout, "comm inter-node", s->lane_ms[1], "}, ");
+        printf("\"comm\": {");
+        for (int i = 0; i < s->nops; i++) {
+            const struct trace_comm *c = &s->ops[i];
+            printf("%s\"%s\": {", i ? ", " : "", c->name);
+            json_num(stdout, "ms", c->ms, ", ");
+            json_num(stdout, "exposed_ms", c->exposed_ms, ", ");
+            json_num(stdout, "hidden_ms", c->hidden_ms, ", ");
+            json_num(stdout, "efficiency", c->efficiency, "}");
+        }
+        printf("}, ");
+        json_num(stdout, "comm_ms", s->comm_ms, ", ");
+        json_num(stdout, "exposed_comm_ms", s->exposed_ms, ", ");
+        json_num(stdout, "hidden_comm_ms", s->hidden_ms, ", ");
+        json_num(stdout, "hidden_share", s->comm_ms > 0 ? s->hidden_ms / s->comm_ms : NAN, ", ");
+        json_num(stdout, "ect_ms", s->ect_ms, ", ");
+        json_num(stdout, "overlap_efficiency", s->efficiency, ", ");
+        json_num(stdout, "bubble_fraction", s->span_ms > 0 ? s->bubble_ms / s->span_ms : NAN,
+                 "}");
+    }
+    printf("\n]}\n");
+}
+
+static void print_text(const struct trace *t, const struct rank_summary *rs, int n, int nsteps,
+                       int first, int with_base)
+{
+    if (nsteps > 0) {
+        printf("means per training step over %d step%s from step %d%s\n", nsteps,
+               nsteps > 1 ? "s" : "", first, first > 0 ? " (the first, a warm-up, left out)" : "");
+    } else {
+        printf("the trace has no step marks: all its tasks count as one step\n");
+    }
+    for (int r = 0; r < n; r++) {
+        const struct rank_summary *s = &rs[r];
+        printf("rank %d%s%s%s: step span %.2f ms\n", r, t->host[r][0] ? " (" : "", t->host[r],
+               t->host[r][0] ? ")" : "", s->span_ms);
+        printf("  busy       compute %.2f ms (%.1f%%), comm intra-node %.2f ms, comm inter-node "
+               "%.2f ms\n", s->compute_ms, 100 * s->compute_ms / fmax(s->span_ms, 1e-9),
+               s->lane_ms[0], s->lane_ms[1]);
+        printf("  %-16s %10s %10s %10s %8s%s\n", "communication", "in flight", "exposed",
+               "hidden", "hidden", with_base ? "  efficiency" : "");
+        for (int i = 0; i <= s->nops; i++) {
+            const struct trace_comm *c = i < s->nops ? &s->ops[i] : NULL;
+            double ms = c ? c->ms : s->comm_ms, ex = c ? c->exposed_ms : s->exposed_ms;
+            double hi = c ? c->hidden_ms : s->hidden_ms;
+            printf("  %-16s %7.2f ms %7.2f ms %7.2f ms %7.1f%%", c ? c->name : "all", ms, ex,
+                   hi, ms > 0 ? 100 * hi / ms : 0.0);
+            if (with_base && c != NULL && !isnan(c->efficiency)) {
+                printf("  %10.3f", c->efficiency);
+            }
+            printf("\n");
+        }
+        printf("  bubble     %.1f%% of the step (compute idle, no data/tensor-parallel "
+               "collective in flight)\n", 100 * s->bubble_ms / fmax(s->span_ms, 1e-9));
+        if (with_base) {
+            printf("  Flux       effective communication time %.2f ms, overlap efficiency "
+                   "%s%.3f\n", s->ect_ms, isnan(s->efficiency) ? "n/a " : "",
+                   isnan(s->efficiency) ? 0.0 : s->efficiency);
+        }
+    }
+}
+
+static int summarize(int argc, char **argv)
+{
+    const char *path = NULL, *base_path = NULL;
+    int json = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc) {
+            base_path = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "helix trace summarize: error: unknown or incomplete flag '%s'; "
+                    "see helix trace --help\n", argv[i]);
+            return 2;
+        } else if (path == NULL) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "helix trace summarize: error: one trace only ('%s' and '%s'); the "
+                    "no-overlap one goes after --baseline\n", path, argv[i]);
+            return 2;
+        }
+    }
+    if (path == NULL) {
+        fprintf(stderr, "helix trace summarize: error: give a trace file (helix train --trace "
+                "FILE writes one)\n");
+        return 2;
+    }
+    struct trace t, b;
+    if (load(path, &t) != 0) {
+        return 2;
+    }
+    if (base_path != NULL && load(base_path, &b) != 0) {
+        trace_free(&t);
+        return 2;
+    }
+    if (base_path != NULL && b.nranks != t.nranks) {
+        fprintf(stderr, "helix trace summarize: error: the baseline '%s' has %d ranks, the "
+                "trace '%s' %d: give a baseline of the same job\n", base_path, b.nranks, path,
+                t.nranks);
+        trace_free(&t), trace_free(&b);
+        return 2;
+    }
+    struct rank_summary *rs = NULL, *bs = NULL;
+    int nsteps, first, bn, bfirst, ret = 0;
+    if (trace_summarize(&t, &rs, &nsteps, &first) != 0 ||
+        (base_path != NULL && trace_summarize(&b, &bs, &bn, &bfirst) != 0)) {
+        fprintf(stderr, "helix trace summarize: error: out of memory for %d events\n", t.n);
+        ret = 1;
+    } else {
+        for (int r = 0; base_path != NULL && r < t.nranks; r++) {
+            trace_against_baseline(&rs[r], &bs[r]);
+        }
+        if (json) {
+            print_json(rs, t.nranks);
+        } else {
+            print_text(&t, rs, t.nranks, nsteps, first, base_path != NULL);
+        }
+    }
+    free(rs), free(bs);
+    trace_free(&t);
+    if (base_path != NULL) {
+        trace_free(&b);
+    }
+    return ret;
+}
+
+static int svg(int argc, char **argv)
+{
+    const char *path = NULL, *out = NULL, *step_arg = NULL;
+    for (int i = 3; i < argc; i++) {
+        if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
+            out = argv[++i];
+        } else if (strcmp(argv[i], "--step") == 0 && i + 1 < argc) {
+            step_arg = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "helix trace svg: error: unknown or incomplete flag '%s'; see helix "
+                    "trace --help\n", argv[i]);
+            return 2;
+        } else {
+            path = argv[i];
+        }
+    }
+    if (path == NULL || out == NULL) {
+        fprintf(stderr, "helix trace svg: error: give a trace and -o OUT.svg (helix trace svg "
+                "TRACE -o OUT.svg)\n");
+        return 2;
+    }
+    int step = -1;
+    char *end = NULL;
+    if (step_arg != NULL && strcmp(step_arg, "all") != 0 &&
+        ((step = (int)strtol(step_arg, &end, 10)) < 0 || *end != '\0' || end == step_arg)) {
+        fprintf(stderr, "helix trace svg: error: --step takes a training step (0, 1, ...) or "
+                "'all', not '%s'\n", step_arg);
+        return 2;
+    }
+    struct trace t;
+    if (load(path, &t) != 0) {
+        return 2;
+    }
+    int *steps = malloc(sizeof(int) * ((size_t)t.n + 1));
+    int ns = steps != NULL ? trace_steps(&t, steps) : 0;
+    if (step_arg != NULL && strcmp(step_arg, "all") == 0) {
+        step = TRACE_SVG_ALL;
+    } else if (step_arg == NULL) {
+        step = ns > 0 ? steps[ns - 1] : TRACE_SVG_ALL; /* the last step, warm */
+    }
+    free(steps);
+    FILE *f = fopen(out, "w");
+    if (f == NULL) {
+        fprintf(stderr, "helix trace svg: error: cannot create '%s': %s\n", out, strerror(errno));
+        trace_free(&t);
+        return 1;
+    }
+    int r = trace_svg(&t, step, path, f);
+    int bad = fclose(f) != 0 || r < 0;
+    trace_free(&t);
+    if (r == 1) {
+        fprintf(stderr, "helix trace svg: error: '%s' has no task of step %d; give one of its "
+                "steps or --step all\n", path, step);
+        remove(out);
+        return 2;
+    }
+    if (bad) {
+        fprintf(stderr, "helix trace svg: error: writing '%s' failed\n", out);
+        return 1;
+    }
+    printf("wrote %s\n", out);
+    return 0;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+    if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0) {
+        usage(argc < 3 ? stderr : stdout);
+        return argc < 3 ? 2 : 0;
+    }
+    if (strcmp(argv[2], "summarize") == 0) {
+        return summarize(argc, argv);
+    }
+    if (strcmp(argv[2], "svg") == 0) {
+        return svg(argc, argv);
+    }
+    fprintf(stderr, "helix trace: error: unknown subcommand '%s'; use summarize or svg (helix "
+            "trace --help)\n", argv[2]);
+    return 2;
+}
