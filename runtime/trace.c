@@ -122,10 +122,45 @@ static int is_collective(const struct hx_node *n)
     return n->kind == HX_KIND_COMM && n->op != HX_OP_FENCE;
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const struct event *x = *(const struct event *const *)a, *y = *(const struct event *const *)b;
+    return (x->start_us > y->start_us) - (x->start_us < y->start_us);
+}
+
+/* A collective's end is read in its callback, a little after MPI completed and the channel
+ * token was released, so the channel's next collective may already have started: end each
+ * collective no later than the next start on its channel, which the token guarantees. */
+static void clamp_channel_ends(void)
+{
+    struct event **v = malloc(sizeof *v * ((size_t)tr.n + 1));
+    if (v == NULL) {
+        return; /* ends stay a few µs late */
+    }
+    for (int ch = 0; ch < HX_GROUP_COUNT; ch++) {
+        long k = 0;
+        for (long i = 0; i < tr.n; i++) {
+            const struct hx_node *n = tr.ev[i].node;
+            if (n->kind == HX_KIND_COMM && n->args.coll.channel == ch) {
+                v[k++] = &tr.ev[i];
+            }
+        }
+        qsort(v, (size_t)k, sizeof *v, by_start);
+        for (long i = 0; i + 1 < k; i++) {
+            if (v[i]->end_us > v[i + 1]->start_us) {
+                v[i]->end_us = v[i + 1]->start_us > v[i]->start_us ? v[i + 1]->start_us
+                                                                  : v[i]->start_us;
+            }
+        }
+    }
+    free(v);
+}
+
 /* This rank's metadata and events, each line ending in ",\n", on rank 0's clock
  * (+ @p shift_us). */
 static void write_rank(FILE *f, int rank, double shift_us)
 {
+    clamp_channel_ends();
     static const char *phases[] = { "forward", "backward-data", "backward-weight", "optimizer" };
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
