@@ -11,6 +11,7 @@
 
 #include "codelets/codelets.h"
 #include "helix/error.h"
+#include "helix/sched.h"
 #include "helix/graph.h"
 #include "helix/trace.h"
 
@@ -44,18 +45,25 @@ static void timed_done(void *arg)
     __atomic_store_n(&tt->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Tags of the nodes of an SI block under a strand plan (graphs/gpt_order.c): node i's task
- * has tag TAG_BASE + i and depends on the tags of every node of the block's previous segment.
- * Tags rather than data: the barrier orders tasks that share no data (the two strands), and
- * a tag dependency holds whichever policy runs the tasks.  hx_graph_wait removes them, so the
- * next submission of the graph can declare them again. */
+/* Tag dependencies, for orders that share no data.  Node i's task has tag TAG_BASE + i.
+ *  - An SI block under a strand plan (graphs/gpt_order.c): a node waits for every node of
+ *    the block's previous segment (the two strands: they share no data).
+ *  - serial-comm, the no-overlap baseline (schedulers/hx_prio.c): the submitted range is cut
+ *    into runs of compute nodes and runs of collectives, in submission order, and every
+ *    node waits for every node of the run before its own: a collective starts after all
+ *    earlier compute and compute after the collectives before it.  Collectives of one run
+ *    post together, so a pipeline's send and recv emitted side by side still meet.
+ * Tags rather than data, because they hold whichever policy runs the tasks.  hx_graph_wait
+ * removes them, so the next submission of the graph can declare them again. */
 #define TAG_BASE ((starpu_tag_t)0x4858000000000000ULL)
 
 /* Tags declared since the last hx_graph_wait (the main thread submits and waits) */
 static starpu_tag_t *tags_used;
 static size_t ntags_used, cap_tags_used;
 
-static void plan_barrier(const struct hx_graph *g, int i, struct starpu_task *t)
+/* Give node i's task its tag and make it wait for the plan's previous segment and for the
+ * nodes [run0, run1) (serial-comm's previous run; empty when run0 == run1). */
+static void tag_deps(const struct hx_graph *g, int i, int run0, int run1, struct starpu_task *t)
 {
     t->use_tag = 1;
     t->tag_id = TAG_BASE + (starpu_tag_t)i;
@@ -65,16 +73,21 @@ static void plan_barrier(const struct hx_graph *g, int i, struct starpu_task *t)
         HX_ASSERT(tags_used != NULL, "out of memory for %zu task tags", cap_tags_used);
     }
     tags_used[ntags_used++] = t->tag_id;
-    int np = hx_graph_barrier_preds(g, i, NULL, 0);
-    if (np == 0) {
+    int nplan = hx_graph_barrier_preds(g, i, NULL, 0), np = 0;
+    if (nplan + run1 - run0 == 0) {
         return;
     }
-    int *k = malloc(sizeof(int) * (size_t)np);
-    starpu_tag_t *prev = malloc(sizeof *prev * (size_t)np);
+    int *k = malloc(sizeof(int) * (size_t)(nplan + 1));
+    starpu_tag_t *prev = malloc(sizeof *prev * (size_t)(nplan + run1 - run0));
     HX_ASSERT(k != NULL && prev != NULL, "out of memory");
-    hx_graph_barrier_preds(g, i, k, np);
-    for (int q = 0; q < np; q++) {
-        prev[q] = TAG_BASE + (starpu_tag_t)k[q];
+    hx_graph_barrier_preds(g, i, k, nplan);
+    for (int q = 0; q < nplan; q++) { /* a tag listed twice would be waited for twice */
+        if (k[q] < run0 || k[q] >= run1) {
+            prev[np++] = TAG_BASE + (starpu_tag_t)k[q];
+        }
+    }
+    for (int q = run0; q < run1; q++) {
+        prev[np++] = TAG_BASE + (starpu_tag_t)q;
     }
     starpu_tag_declare_deps_array(t->tag_id, (unsigned)np, prev);
     free(k);
@@ -89,9 +102,13 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
     if (last < 0 || last > g->nnodes) {
         last = g->nnodes;
     }
+    int serial = hx_sched_serial_comm_active(), run = first, prev_run = first;
     for (int i = first; i < last; i++) {
         struct hx_node *n = &g->nodes[i];
         const struct hx_op_info *info = hx_op_info(n->op);
+        if (i > first && (n->kind == HX_KIND_COMM) != (n[-1].kind == HX_KIND_COMM)) {
+            prev_run = run, run = i; /* serial-comm: a new run begins */
+        }
         struct starpu_task *t = starpu_task_create();
         t->cl = info->cl;
         t->cl_arg = n;
@@ -123,8 +140,8 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
             STARPU_TASK_SET_HANDLE(t, (starpu_data_handle_t)tensor->handles[n->refs[r].tile], r);
             STARPU_TASK_SET_MODE(t, starpu_mode(n->refs[r].mode), r);
         }
-        if (n->block >= 0) { /* a strand plan's barrier, as StarPU tag dependencies */
-            plan_barrier(g, i, t);
+        if (serial || n->block >= 0) { /* barriers as StarPU tag dependencies */
+            tag_deps(g, i, serial ? prev_run : 0, serial ? run : 0, t);
         }
         int ret = starpu_task_submit(t);
         if (ret != 0) {

@@ -9,6 +9,12 @@
  *     forward and backward ops co-run on the two workers.
  *   "hx-wavelet": the baseline of papers.md §2.7 (Wavelet+): priority order, alternating the
  *     two strands round-robin, no plan.
+ *   "serial-comm": the no-overlap baseline (the reference of Flux's overlap efficiency,
+ *     `helix trace summarize --baseline`): hx-prio's order; what serializes is the
+ *     submission (graphs/submit.c): runs of compute and runs of collectives, in submission
+ *     order, each waiting for the whole run before it.  Ordering at pop time alone cannot
+ *     do it: a rank that keeps compute back while its collective is in flight deadlocked
+ *     with a peer doing the same on another channel (measured: dp buckets and the loss).
  * None of them changes a number: they only pick among ready tasks.
  * HX_SCHED_PRIO_COMM_WORKERS=K (read once, in init; default 0) reserves the K highest-numbered
  * workers: they pop only comm tasks and the others only compute tasks.  With K = 0 every worker
@@ -21,6 +27,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <starpu.h>
 
@@ -362,6 +369,12 @@ static struct starpu_task *prio_pop(unsigned ctx)
     return task;
 }
 
+int hx_sched_serial_comm_active(void)
+{
+    const struct starpu_sched_policy *p = starpu_sched_ctx_get_sched_policy(0); /* global */
+    return p != NULL && p->policy_name != NULL && strcmp(p->policy_name, "serial-comm") == 0;
+}
+
 struct starpu_sched_policy hx_sched_prio = {
     .init_sched = prio_init,
     .deinit_sched = prio_deinit,
@@ -389,5 +402,15 @@ struct starpu_sched_policy hx_sched_wavelet = {
     .pop_task = prio_pop,
     .policy_name = "hx-wavelet",
     .policy_description = "Wavelet+ baseline: priority order, the two strands round-robin",
+    .worker_type = STARPU_WORKER_LIST,
+};
+
+struct starpu_sched_policy hx_sched_serial_comm = {
+    .init_sched = prio_init,
+    .deinit_sched = prio_deinit,
+    .push_task = prio_push,
+    .pop_task = prio_pop,
+    .policy_name = "serial-comm",
+    .policy_description = "no-overlap baseline: collectives and compute never run at once",
     .worker_type = STARPU_WORKER_LIST,
 };

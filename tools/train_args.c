@@ -98,7 +98,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("preset", FLAG_STRING, &a->preset, 0, 0, "model preset: tiny, small, gpt2-124m");
     F("config", FLAG_STRING, &a->config, 0, 0, "file of 'key = value' lines; flags win");
     F("sched", FLAG_STRING, &a->sched, 0, 0,
-      "scheduling policy: hx-prio or a StarPU one (eager, prio, lws, dmda...)");
+      "scheduling policy: hx-prio, hx-strand, hx-wavelet, serial-comm (no-overlap baseline) "
+      "or a StarPU one (eager, prio, lws, dmda...)");
     F("workers", FLAG_INT, &a->workers, 0, 64, "CPU workers (0: STARPU_NCPU or all cores)");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
@@ -312,6 +313,16 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
         if (!quiet) {
             fprintf(stderr, "helix: error: --pipeline-fold and --pipeline-schedule %s "
                     "contradict each other; give one\n", a->pipeline_schedule);
+        }
+        return 2;
+    }
+    if (sched == HX_PIPE_FOLD && a->pp > 1 && a->sched != NULL &&
+        strcmp(a->sched, "serial-comm") == 0) {
+        if (!quiet) { /* measured: serialized in submission order, fold stages deadlock */
+            fprintf(stderr, "helix: error: --sched serial-comm cannot run the folded W: it "
+                    "runs collectives and compute in submission order, and the W's sends and "
+                    "receives, emitted apart, then wait on each other across stages; take the "
+                    "no-overlap baseline on a 1F1B pipeline (drop --pipeline-fold)\n");
         }
         return 2;
     }

@@ -47,6 +47,11 @@ extern struct starpu_sched_policy hx_sched_prio;
 extern struct starpu_sched_policy hx_sched_strand;
 /** Wavelet+ baseline: hx-prio's order, taking the two strands round-robin. */
 extern struct starpu_sched_policy hx_sched_wavelet;
+/** serial-comm: the no-overlap baseline (collectives and compute never run at once):
+ *  hx-prio's heaps; hx_graph_submit serializes runs of compute and of collectives. */
+extern struct starpu_sched_policy hx_sched_serial_comm;
+/** Nonzero when serial-comm runs the global context (hx_graph_submit asks). */
+int hx_sched_serial_comm_active(void);
 
 #ifdef __cplusplus
 }
