@@ -175,7 +175,9 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
         if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
             hx_gpt_dist_gather_params(m, -1);
         }
-        hx_gpt_dist_gather_params(m, 0);
+        for (int l = 0; l < m->pf_depth; l++) { /* each layer then gathers pf_depth ahead */
+            hx_gpt_dist_gather_params(m, l);
+        }
         if (m->mesh.tp == 1) {
             hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], cf->seq_len);
         } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
@@ -206,9 +208,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
-    if (l + 1 < cf->num_layers) { /* the next layer's parameters, during this one */
-        hx_gpt_dist_gather_params(m, l + 1);
-    }
+    hx_gpt_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
     hx_tensor_t ln1 = hx_gpt_tp_gather(m, al->ln1g, al->ln1);
     hx_linear_fwd(g, al->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
     hx_attention_fwd(g, al->atty, al->att_lse, al->qkv, cf->seq_len, heads, cf->attn_block);
@@ -353,6 +353,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     hx_collectives_set_lanes(m->g, lanes, HX_GROUP_COUNT);
     make_params(m);
     hx_gpt_make_activations(m);
+    hx_gpt_dist_prefetch_depth(m);
     hx_gpt_dist_tensors(m);
 
     hx_gpt_emit_zero(m);

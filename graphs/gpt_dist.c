@@ -11,7 +11,9 @@
  *
  * Data parallelism with AMSP sharding inside the dp group (s_p <= s_g <= s_os):
  *   s_p > 1: each rank keeps a flat piece of every tp-local parameter; layers gather theirs
- *            into two alternating slots before use (one layer ahead) and reduce-scatter
+ *            into rotating slots before use (two slots, one layer ahead; with hx-prefetch's
+ *            order, depth + 1 slots, depth layers ahead, a resident layer not gathered
+ *            again, and reduce-scatters deferred behind the next gather) and reduce-scatter
  *            their gradients into pieces after each micro-batch's backward.
  *   s_g > s_p: a micro-batch's gradient pieces are all-reduced in the G group and only
  *            their owner adds them to its accumulator (select and drop); the last
@@ -33,6 +35,8 @@
 #include "helix/layers.h"
 
 #define BUCKET_MAX (HX_NODE_MAXREFS - 1)
+
+static void rs_flush(struct hx_gpt *m);
 
 /* Parameters of layer @p l (-1: wte, wpe, lnf_w, lnf_b) into @p ids; returns the count. */
 static int layer_params(const struct hx_gpt *m, int l, int *ids)
@@ -185,8 +189,15 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
     m->mbg = calloc((size_t)n, sizeof(hx_tensor_t));
     m->gfinal = calloc((size_t)n, sizeof(hx_tensor_t));
     HX_ASSERT(m->pfull && m->gfull && m->mbg && m->gfinal, "out of memory");
-    /* two slots of gathered layer parameters and their gradients, by layer parity */
-    hx_tensor_t slot[2][P_PER_LAYER] = { { 0 } }, gslot[2][P_PER_LAYER] = { { 0 } };
+    /* nps slots of gathered layer parameters and of their gradients: layer l in l % nps */
+    hx_tensor_t (*slot)[P_PER_LAYER] = calloc((size_t)m->nps, sizeof *slot);
+    hx_tensor_t (*gslot)[P_PER_LAYER] = calloc((size_t)m->nps, sizeof *gslot);
+    m->slot_layer = malloc(sizeof(int) * (size_t)m->nps);
+    m->rs_wait = malloc(sizeof *m->rs_wait * (size_t)(P_PER_LAYER * (m->Ml + 1)));
+    HX_ASSERT(slot && gslot && m->slot_layer && m->rs_wait, "out of memory");
+    for (int k = 0; k < m->nps; k++) {
+        m->slot_layer[k] = -1;
+    }
     for (int i = 0; i < n; i++) {
         const struct gpt_param_dist *d = &m->pd[i];
         if (!d->held) { /* another pipeline stage's */
@@ -202,7 +213,7 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
             m->pfull[i] = m->params[i];
             m->gfull[i] = per_mb ? m->mbg[i] : m->grads[i];
         } else if (d->layer >= 0) {
-            int s = d->layer % 2;
+            int s = d->layer % m->nps;
             if (slot[s][d->k] == NULL) {
                 char fmt[32];
                 snprintf(fmt, sizeof fmt, "slot%d.%%s", s);
@@ -218,8 +229,26 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
         }
         m->gfinal[i] = per_mb ? m->mbg[i] : m->grads[i];
     }
+    free(slot);
+    free(gslot);
     queue_init(m, &m->queue[0], HX_GROUP_REPLICA, 0);
     queue_init(m, &m->queue[1], HX_GROUP_SHARD_G, 1);
+}
+
+void hx_gpt_dist_prefetch_depth(struct hx_gpt *m)
+{
+    int L = m->cfg.num_layers, d = 1;
+    if (m->par.prefetch && m->mesh.sp.s > 1 && m->par.prefetch_memory > 0) {
+        double layer = 0; /* bytes of one layer's gathered (tp-local) parameters */
+        for (int i = 0; i < m->nparams; i++) {
+            layer += m->pd[i].layer == 0 ? 4.0 * m->pd[i].lrows * m->pd[i].lcols : 0;
+        }
+        d = (int)(m->par.prefetch_memory / layer) - 1;
+        d = d < 1 ? 1 : d;
+    }
+    d = d < L - 1 ? d : L - 1;
+    m->pf_depth = d < 1 ? 1 : d;
+    m->nps = m->pf_depth + 1;
 }
 
 /* ---- tensor-parallel region boundaries ---- */
@@ -259,8 +288,14 @@ void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial)
 
 void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
 {
-    if (m->mesh.sp.s == 1) {
+    if (m->mesh.sp.s == 1 || layer >= m->cfg.num_layers) {
         return;
+    }
+    if (m->par.prefetch && layer >= 0) { /* still in its slot: the gathered values stand */
+        if (m->slot_layer[layer % m->nps] == layer) {
+            return;
+        }
+        m->slot_layer[layer % m->nps] = layer;
     }
     int ids[P_PER_LAYER];
     int n = layer_params(m, layer, ids);
@@ -358,6 +393,8 @@ void hx_gpt_dist_free(struct hx_gpt *m)
         free(m->queue[k].cuts);
     }
     free(m->pd);
+    free(m->slot_layer);
+    free(m->rs_wait);
     free(m->pfull);
     free(m->gfull);
     free(m->mbg);
@@ -368,9 +405,14 @@ void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
 {
     const struct hx_mesh *ms = &m->mesh;
     (void)mb;
-    /* the layer below's parameters, one layer ahead: the last two layers are still in their
-     * slots from the forward */
-    if (ms->sp.s > 1 && layer >= 1 && layer - 1 <= m->cfg.num_layers - 3) {
+    if (m->par.prefetch) { /* depth layers ahead, then what the layer above left waiting */
+        if (layer - m->pf_depth >= 0) {
+            hx_gpt_dist_gather_params(m, layer - m->pf_depth);
+        }
+        rs_flush(m);
+    } else if (ms->sp.s > 1 && layer >= 1 && layer - 1 <= m->cfg.num_layers - 3) {
+        /* the layer below's parameters, one layer ahead: the last two layers are still in
+         * their slots from the forward */
         hx_gpt_dist_gather_params(m, layer - 1);
     }
     int ids[P_PER_LAYER];
@@ -385,7 +427,7 @@ void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
 /* Parameter i's gradient of micro-batch mb is complete (its last weight-gradient task was
  * just emitted): reduce-scatter it into this rank's piece (s_p > 1) and queue the piece for
  * its all-reduce, so buckets fill in the order the backward finishes gradients. */
-void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
+static void grad_done_now(struct hx_gpt *m, int i, int mb)
 {
     const struct hx_mesh *ms = &m->mesh;
     int last = mb == m->Ml - 1, per_mb = ms->sg.s > ms->sp.s;
@@ -405,9 +447,33 @@ void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
     }
 }
 
+/* hx-prefetch: the reduce-scatters that waited for the next gather, in the order they came */
+static void rs_flush(struct hx_gpt *m)
+{
+    for (int k = 0; k < m->nrs_wait; k++) {
+        grad_done_now(m, m->rs_wait[k][0], m->rs_wait[k][1]);
+    }
+    m->nrs_wait = 0;
+}
+
+void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
+{
+    if (m->par.prefetch && m->mesh.sp.s > 1 && m->pd[i].layer >= 0) {
+        /* deferred behind the next layer's gather on the shard channel (AxoNN IV-B); its
+         * bucket follows it, so nothing reads the piece before the reduce-scatter wrote it */
+        HX_ASSERT(m->nrs_wait < P_PER_LAYER * (m->Ml + 1), "%d deferred reduce-scatters",
+                  m->nrs_wait);
+        m->rs_wait[m->nrs_wait][0] = i;
+        m->rs_wait[m->nrs_wait++][1] = mb;
+        return;
+    }
+    grad_done_now(m, i, mb);
+}
+
 void hx_gpt_dist_backward_end(struct hx_gpt *m, int mb)
 {
     (void)mb; /* a micro-batch's G-group buckets go before the next one's backward */
+    rs_flush(m);
     queue_flush(m, &m->queue[1]);
 }
 

@@ -120,6 +120,11 @@ struct hx_gpt {
     hx_tensor_t *pfull, *gfull, *mbg, *gfinal;
     struct gpt_param_dist *pd;
     struct gpt_grad_queue queue[2];      /* [0] replica group (last micro-batch), [1] G group */
+    /* s_p > 1: gathered layer parameters rotate through nps slots (layer l in slot l % nps),
+     * gathered pf_depth layers ahead; with hx-prefetch's order (par.prefetch) slot_layer[s]
+     * is the layer slot s holds at this point of the emission (-1: none or stale) and
+     * gradients wait in rs_wait (parameter, micro-batch) until the next gather is out */
+    int nps, pf_depth, *slot_layer, (*rs_wait)[2], nrs_wait;
     /* the sequence-parallel region: shards of N/tp rows (aliases of the full tensors
      * without SP) and the gathered full tensors the tensor-parallel GEMMs read */
     hx_tensor_t emb_part;                /* vocab-parallel embedding before its sum (N,C) */
@@ -182,6 +187,7 @@ int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);
 /* graphs/gpt_dist.c: the parallel transforms.  Layout and tensors first, then hooks the
  * forward and backward call at fixed points; each is a no-op on the serial mesh. */
 void hx_gpt_dist_layout(struct hx_gpt *m);      /* pd[], ownership (before make_params) */
+void hx_gpt_dist_prefetch_depth(struct hx_gpt *m); /* pf_depth, nps (before dist_tensors) */
 void hx_gpt_dist_tensors(struct hx_gpt *m);     /* pfull, gfull, mbg, gfinal, queues */
 void hx_gpt_dist_free(struct hx_gpt *m);
 /* tensor-parallel region boundaries (Megatron's f and g): full <- shard (all-gather with

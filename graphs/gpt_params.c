@@ -226,6 +226,11 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
                                8 * phi / m->mesh.sos.s;
 }
 
+int hx_gpt_prefetch_depth(hx_gpt_t m)
+{
+    return m->mesh.sp.s > 1 ? m->pf_depth : 0;
+}
+
 void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned)
 {
     *pairs = m->si_pairs;

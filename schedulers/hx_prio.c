@@ -9,6 +9,12 @@
  *     forward and backward ops co-run on the two workers.
  *   "hx-wavelet": the baseline of papers.md §2.7 (Wavelet+): priority order, alternating the
  *     two strands round-robin, no plan.
+ *   "hx-prefetch": AxoNN's overlap of parameter all-gathers (papers.md §1, O3, IV-B/D):
+ *     collectives first, as soon as ready, and compute in submission order (a topological
+ *     order: the layer in hand finishes first, which frees the slot the next gather
+ *     writes).  Its graph order (hx_parallel_config.prefetch: gathers depth layers ahead,
+ *     resident layers not gathered again, reduce-scatters behind the next gather) comes
+ *     with selecting it (tools/train.c).
  *   "serial-comm": the no-overlap baseline (the reference of Flux's overlap efficiency,
  *     `helix trace summarize --baseline`): hx-prio's order; what serializes is the
  *     submission (graphs/submit.c): runs of compute and runs of collectives, in submission
@@ -46,7 +52,7 @@ struct entry {
     uint64_t seq; /* push order, breaks priority ties */
 };
 
-enum order { ORDER_PRIO, ORDER_STRAND, ORDER_WAVELET };
+enum order { ORDER_PRIO, ORDER_STRAND, ORDER_WAVELET, ORDER_TOPO };
 
 struct heap {
     struct entry *v;
@@ -92,6 +98,9 @@ static int before(enum order order, const struct entry *a, const struct entry *b
     int c = order == ORDER_STRAND ? plan_cmp(a, b) : 0;
     if (c != 0) {
         return c < 0;
+    }
+    if (order == ORDER_TOPO && node_of(a) != NULL && node_of(b) != NULL) {
+        return node_of(a)->id < node_of(b)->id; /* submission order: a topological order */
     }
     if (a->task->priority != b->task->priority) {
         return a->task->priority > b->task->priority;
@@ -262,6 +271,11 @@ static void prio_init(unsigned ctx)
     heaps_init(ctx, ORDER_PRIO);
 }
 
+static void topo_init(unsigned ctx)
+{
+    heaps_init(ctx, ORDER_TOPO);
+}
+
 static void strand_init(unsigned ctx)
 {
     heaps_init(ctx, ORDER_STRAND);
@@ -412,5 +426,16 @@ struct starpu_sched_policy hx_sched_serial_comm = {
     .pop_task = prio_pop,
     .policy_name = "serial-comm",
     .policy_description = "no-overlap baseline: collectives and compute never run at once",
+    .worker_type = STARPU_WORKER_LIST,
+};
+
+struct starpu_sched_policy hx_sched_prefetch = {
+    .init_sched = topo_init,
+    .deinit_sched = prio_deinit,
+    .push_task = prio_push,
+    .pop_task = prio_pop,
+    .policy_name = "hx-prefetch",
+    .policy_description = "AxoNN: collectives first, compute in topological order; with "
+                          "parameter sharding, gathers run depth layers ahead",
     .worker_type = STARPU_WORKER_LIST,
 };

@@ -18,6 +18,7 @@
 
 static struct starpu_sched_policy *const helix_policies[] = { &hx_sched_prio, &hx_sched_strand,
                                                                &hx_sched_wavelet,
+                                                               &hx_sched_prefetch,
                                                                &hx_sched_serial_comm };
 #define NHELIX (sizeof helix_policies / sizeof helix_policies[0])
 

@@ -434,7 +434,10 @@ int cmd_train(int argc, char **argv)
                                       .serialize_grad_reduce = a->no_overlap_grad_reduce,
                                       .pipeline_schedule = train_args_schedule(a),
                                       .strands = a->strands,
-                                      .strand_plan = r.have_plan ? &r.plan : NULL };
+                                      .strand_plan = r.have_plan ? &r.plan : NULL,
+                                      .prefetch = a->sched != NULL &&
+                                                  strcmp(a->sched, "hx-prefetch") == 0,
+                                      .prefetch_memory = a->prefetch_bytes };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;
@@ -495,6 +498,13 @@ int cmd_train(int argc, char **argv)
                r.all.source, r.train.ntokens, r.val.ntokens, a->load ? "; resuming from " : "",
                a->load ? a->load : "");
         print_memory(&r);
+        if (par.prefetch && hx_gpt_prefetch_depth(r.model) > 0) {
+            printf("prefetch: each layer's parameters all-gathered %d layer%s ahead (%d "
+                   "slots%s), reduce-scatters behind the next gather\n",
+                   hx_gpt_prefetch_depth(r.model), hx_gpt_prefetch_depth(r.model) > 1 ? "s" : "",
+                   hx_gpt_prefetch_depth(r.model) + 1,
+                   a->prefetch_memory ? ", from --prefetch-memory" : "");
+        }
         if (a->strands) {
             int pairs, planned;
             hx_gpt_strand_stats(r.model, &pairs, &planned);

@@ -3,7 +3,9 @@
  * are applied.  Presets name whole model shapes (tiny, small, gpt2-124m); a config file holds
  * `key = value` lines with the flag names; the command line wins over both.  Everything a flag
  * can check alone is checked here; cross-checks (data, checkpoint) come in train.c. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helix/pipeline.h"
@@ -20,7 +22,8 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         "sequence-parallel", "ranks-per-node", "shard-params",
                                         "shard-grads", "shard-optim", "zero-stage", "mics",
                                         "ddp-bucket-size", "overlap-grad-reduce",
-                                        "no-overlap-grad-reduce", "comm-timeout", NULL };
+                                        "no-overlap-grad-reduce", "comm-timeout",
+                                        "prefetch-memory", NULL };
 
 static struct flag table[96];
 static int ntable;
@@ -139,6 +142,9 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "all-reduce each bucket as the backward completes it (the default)");
     F("no-overlap-grad-reduce", FLAG_BOOL, &a->no_overlap_grad_reduce, 0, 1,
       "every gradient collective after the whole backward (baseline)");
+    F("prefetch-memory", FLAG_STRING, &a->prefetch_memory, 0, 0,
+      "with --sched hx-prefetch and sharded parameters: bytes (K, M, G suffixes) for "
+      "all-gathered layers; the look-ahead is the layers that fit less one (at least 1)");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
       "seconds without collective progress before every rank reports and exits (0: never)");
     F("sample-tokens", FLAG_INT, &a->sample_tokens, 0, 1 << 20,
@@ -205,6 +211,25 @@ int train_args_check(struct train_args *a)
     }
     if (tools_check_sched(a->sched) != 0) {
         return 2;
+    }
+    if (a->prefetch_memory != NULL) {
+        char *end = NULL;
+        double v = strtod(a->prefetch_memory, &end);
+        const char *units = "KMG";
+        const char *u = end != NULL && *end != '\0' ? strchr(units, *end) : NULL;
+        int ok = end != a->prefetch_memory && v > 0 && isfinite(v) &&
+                 (*end == '\0' || (u != NULL && end[1] == '\0'));
+        if (!ok) {
+            fprintf(stderr, "helix: error: --prefetch-memory '%s' is not a size; give bytes, "
+                    "optionally with K, M or G (e.g. 64M)\n", a->prefetch_memory);
+            return 2;
+        }
+        a->prefetch_bytes = v * (u != NULL ? (double)(1L << (10 * (u - units + 1))) : 1.0);
+        if (a->sched == NULL || strcmp(a->sched, "hx-prefetch") != 0) {
+            fprintf(stderr, "helix: error: --prefetch-memory bounds hx-prefetch's look-ahead; "
+                    "add --sched hx-prefetch (or drop --prefetch-memory)\n");
+            return 2;
+        }
     }
     if (a->load != NULL && a->load_llmc != NULL) {
         fprintf(stderr, "helix: error: --load and --load-llmc both given; resume a helix "
@@ -336,6 +361,14 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
         return 2;
     }
     if (hx_mesh_init(mesh, &r, quiet) != HX_OK) {
+        return 2;
+    }
+    if (a->prefetch_memory != NULL && mesh->sp.s == 1) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --prefetch-memory: this mesh shards no parameter "
+                    "(s_p 1), so nothing is all-gathered; use --zero-stage 3 or "
+                    "--shard-params N\n");
+        }
         return 2;
     }
     return 0;

@@ -87,6 +87,17 @@ struct hx_parallel_config {
                                   *   (helix/plan.h), applied to every (forward layer, backward
                                   *   layer) pair of an SI block whose ops match it; NULL:
                                   *   none (the layers' ops in emission order) */
+    int prefetch;                /**< 1: hx-prefetch's graph order under parameter sharding
+                                  *   (s_p > 1): each layer's parameters all-gathered
+                                  *   prefetch-depth layers ahead into depth + 1 rotating
+                                  *   slots, a gather skipped while its slot still holds the
+                                  *   layer (the backward reuses the forward's last layers,
+                                  *   the next forward the backward's), and each layer's
+                                  *   gradient reduce-scatters emitted after the next
+                                  *   gather, so they never hold it back on the channel */
+    double prefetch_memory;      /**< with prefetch: bytes for gathered layer parameters;
+                                  *   the depth is the layers that fit, less the one in use
+                                  *   (at least 1); 0 = depth 1 (AxoNN's one layer ahead) */
 };
 
 /** The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
@@ -196,6 +207,9 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem);
 /** With strands: (backward layer, forward layer) pairs in SI blocks, and how many of them a
  *  strand plan was applied to. */
 void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned);
+/** Under parameter sharding (s_p > 1): how many layers ahead parameters are all-gathered
+ *  (1, or hx-prefetch's depth from prefetch_memory); 0 without sharding. */
+int hx_gpt_prefetch_depth(hx_gpt_t m);
 
 /** Learning rate of 0-based step @p s: linear warmup, then the decay style down to min_lr
  *  at decay_iters (constant stays at lr). */

@@ -47,6 +47,9 @@ extern struct starpu_sched_policy hx_sched_prio;
 extern struct starpu_sched_policy hx_sched_strand;
 /** Wavelet+ baseline: hx-prio's order, taking the two strands round-robin. */
 extern struct starpu_sched_policy hx_sched_wavelet;
+/** hx-prefetch (AxoNN): collectives first, compute in submission (topological) order; the
+ *  model builder's prefetch order (hx_parallel_config.prefetch) comes with it. */
+extern struct starpu_sched_policy hx_sched_prefetch;
 /** serial-comm: the no-overlap baseline (collectives and compute never run at once):
  *  hx-prio's heaps; hx_graph_submit serializes runs of compute and of collectives. */
 extern struct starpu_sched_policy hx_sched_serial_comm;

@@ -97,7 +97,7 @@ printf 'HYCK' | dd of="$TMP/magic.bin" bs=1 seek=0 conv=notrunc 2>/dev/null
 { le32 20240326; le32 3; le32 8; le32 256; le32 1; le32 1; le32 4; le32 256; zeros 992;
   zeros 5232; } >"$TMP/llmc_small.bin"
 
-plan 49
+plan 51
 
 # flags
 bad "unknown flag" "unknown flag --num-layer|did you mean --num-layers" \
@@ -107,6 +107,10 @@ bad "non-numeric float, --name=value form" "--lr|number|'fast'" train --lr=fast
 bad "integer trailing garbage" "--seed|integer|'12x'" train --seed 12x
 bad "out of range" "--num-layers 0|out of range" train --num-layers 0
 bad "float out of range" "--lr 11|out of range|0..10" train --lr 11
+bad "--prefetch-memory not a size" "--prefetch-memory '12Q'|K, M or G" train \
+    --sched hx-prefetch --prefetch-memory 12Q
+bad "--prefetch-memory without hx-prefetch" "--prefetch-memory|--sched hx-prefetch" train \
+    --prefetch-memory 64M
 bad "heads not dividing the hidden size" \
     "--hidden-size 64|not divisible|--num-attention-heads 5" \
     train --hidden-size 64 --num-attention-heads 5
