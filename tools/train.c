@@ -435,8 +435,11 @@ int cmd_train(int argc, char **argv)
                                       .pipeline_schedule = train_args_schedule(a),
                                       .strands = a->strands,
                                       .strand_plan = r.have_plan ? &r.plan : NULL,
+                                      /* serial-comm with --prefetch-memory: the same
+                                       * graph order, the no-overlap reference of it */
                                       .prefetch = a->sched != NULL &&
-                                                  strcmp(a->sched, "hx-prefetch") == 0,
+                                                  (strcmp(a->sched, "hx-prefetch") == 0 ||
+                                                   a->prefetch_memory != NULL),
                                       .prefetch_memory = a->prefetch_bytes };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;

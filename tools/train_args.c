@@ -144,7 +144,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "every gradient collective after the whole backward (baseline)");
     F("prefetch-memory", FLAG_STRING, &a->prefetch_memory, 0, 0,
       "with --sched hx-prefetch and sharded parameters: bytes (K, M, G suffixes) for "
-      "all-gathered layers; the look-ahead is the layers that fit less one (at least 1)");
+      "all-gathered layers; the look-ahead is the layers that fit less one (at least 1); "
+      "with --sched serial-comm: hx-prefetch's graph order, serialized (its baseline)");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
       "seconds without collective progress before every rank reports and exits (0: never)");
     F("sample-tokens", FLAG_INT, &a->sample_tokens, 0, 1 << 20,
@@ -225,9 +226,11 @@ int train_args_check(struct train_args *a)
             return 2;
         }
         a->prefetch_bytes = v * (u != NULL ? (double)(1L << (10 * (u - units + 1))) : 1.0);
-        if (a->sched == NULL || strcmp(a->sched, "hx-prefetch") != 0) {
+        if (a->sched == NULL ||
+            (strcmp(a->sched, "hx-prefetch") != 0 && strcmp(a->sched, "serial-comm") != 0)) {
             fprintf(stderr, "helix: error: --prefetch-memory bounds hx-prefetch's look-ahead; "
-                    "add --sched hx-prefetch (or drop --prefetch-memory)\n");
+                    "add --sched hx-prefetch, or --sched serial-comm for the same graph order "
+                    "without overlap (or drop --prefetch-memory)\n");
             return 2;
         }
     }

@@ -110,7 +110,7 @@ bad "float out of range" "--lr 11|out of range|0..10" train --lr 11
 bad "--prefetch-memory not a size" "--prefetch-memory '12Q'|K, M or G" train \
     --sched hx-prefetch --prefetch-memory 12Q
 bad "--prefetch-memory without hx-prefetch" "--prefetch-memory|--sched hx-prefetch" train \
-    --prefetch-memory 64M
+    --prefetch-memory 64M --sched hx-prio
 bad "heads not dividing the hidden size" \
     "--hidden-size 64|not divisible|--num-attention-heads 5" \
     train --hidden-size 64 --num-attention-heads 5
