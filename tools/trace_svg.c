@@ -77,6 +77,25 @@ static int in_window(const struct trace_event *e, int step)
     return step == TRACE_SVG_ALL || e->step == step;
 }
 
+/* Rank @p r's rows: the threads with an event in the window, by tid, into @p tids (room for
+ * t->n); @return their number. */
+static int rank_rows(const struct trace *t, int r, int step, int *tids)
+{
+    int n = 0, k = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (t->ev[i].rank == r && in_window(&t->ev[i], step)) {
+            tids[n++] = t->ev[i].tid;
+        }
+    }
+    qsort(tids, (size_t)n, sizeof *tids, cmp_int);
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || tids[i] != tids[i - 1]) {
+            tids[k++] = tids[i];
+        }
+    }
+    return k;
+}
+
 int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
 {
     double t0 = INFINITY, t1 = -INFINITY;
@@ -93,23 +112,10 @@ int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
         free(tids);
         return 1; /* nothing in the window */
     }
-    /* rows: per rank, its threads with an event in the window, by tid */
-    int *row_y = calloc((size_t)t->nranks + 1, sizeof(int));
     double y = TOP;
     int total_rows = 0;
     for (int r = 0; r < t->nranks; r++) {
-        int n = 0;
-        for (int i = 0; i < t->n; i++) {
-            if (t->ev[i].rank == r && in_window(&t->ev[i], step)) {
-                tids[n++] = t->ev[i].tid;
-            }
-        }
-        qsort(tids, (size_t)n, sizeof *tids, cmp_int);
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            k += i == 0 || tids[i] != tids[i - 1];
-        }
-        total_rows += k + 1; /* + the rank's header */
+        total_rows += rank_rows(t, r, step, tids) + 1; /* + the rank's header */
     }
     double height = TOP + total_rows * ROW + t->nranks * 8 + 90;
     double plotw = WIDTH - LEFT - RIGHT, span = t1 - t0;
@@ -141,20 +147,7 @@ int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
     }
     y = TOP;
     for (int r = 0; r < t->nranks; r++) {
-        int n = 0;
-        for (int i = 0; i < t->n; i++) {
-            if (t->ev[i].rank == r && in_window(&t->ev[i], step)) {
-                tids[n++] = t->ev[i].tid;
-            }
-        }
-        qsort(tids, (size_t)n, sizeof *tids, cmp_int);
-        nrows = 0;
-        for (int i = 0; i < n; i++) {
-            if (i == 0 || tids[i] != tids[i - 1]) {
-                tids[nrows++] = tids[i];
-            }
-        }
-        row_y[r] = (int)y;
+        nrows = rank_rows(t, r, step, tids);
         fprintf(f, "<rect x=\"0\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#f4f4f4\"/>"
                 "<text x=\"6\" y=\"%.0f\" font-weight=\"bold\">rank %d%s%s%s</text>\n", y, WIDTH,
                 ROW, y + 12, r, t->host[r][0] ? " (" : "", t->host[r], t->host[r][0] ? ")" : "");
@@ -201,6 +194,5 @@ int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
             lx + 18, ly + 10);
 #undef X
     free(tids);
-    free(row_y);
     return ferror(f) ? -1 : 0;
 }
