@@ -14,9 +14,10 @@
 #   (e) the folded W alone (no strands, hx-prio): what of (d)'s time is the W's order and
 #       what is the strands' and the plan's.
 # Reported: each run's median step time, the ratios (b)/(d) and (c)/(d), the share of
-# communication time that overlapped compute on rank 0 (from --trace task records: the time
-# a collective was in flight while a compute task ran, over the collectives' time), the
-# plan's predicted saving against the measured one, and the parity check.
+# communication time that overlapped compute on rank 0 (`helix trace summarize` of the
+# --trace: time some collective was in flight while a compute task ran, over the time some
+# collective was in flight; a pipeline's receive is in flight from its post), the plan's
+# predicted saving against the measured one, and the parity check.
 #
 #   bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR
 # Model: HX_ST_LAYERS (12) HX_ST_HIDDEN (256) HX_ST_HEADS (8) HX_ST_SEQ (64) HX_ST_MBS (2)
@@ -95,6 +96,10 @@ for r in $(seq "$rounds"); do
     bed "e$r" 4 "${common[@]}" "${dist[@]}" --pipeline-fold --sched hx-prio \
         --log-json "$out/e$r.json" --trace "$out/e$r.trace"
 done
+for k in b c d e; do
+    "$helix" trace summarize --json "$out/${k}1.trace" >"$out/${k}1.summary.json" ||
+        fail "helix trace summarize $out/${k}1.trace failed"
+done
 python3 - "$out" "$rounds" <<'EOF'
 import json, math, os, re, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
@@ -105,24 +110,10 @@ def steps(name):
         if "loss" in o:
             recs[o["step"]] = o
     return recs
-def hidden(name):  # rank 0: share of collective time overlapped by a compute task
-    ev = [e for e in json.load(open(os.path.join(out, name + ".trace")))["traceEvents"]
-          if e["ph"] == "X" and e["pid"] == 0]
-    comp = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "compute")
-    merged = []
-    for a, b in comp:
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    comm = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["cat"] == "comm"]
-    total = sum(b - a for a, b in comm)
-    over = 0.0
-    for a, b in comm:
-        for x, y in merged:
-            if y > a and x < b:
-                over += min(b, y) - max(a, x)
-    return over / total if total > 0 else math.nan, total / 1e3
+def hidden(name):  # rank 0, per step: (hidden share, collective time in flight) from
+    # helix trace summarize: unions of task intervals, a collective from post to completion
+    r = json.load(open(os.path.join(out, name + ".summary.json")))["ranks"][0]
+    return r["hidden_share"] if r["hidden_share"] is not None else math.nan, r["comm_ms"]
 a = steps("a")
 names = {"b": "1F1B", "c": "Wavelet+ (W, round-robin strands)", "e": "folded W alone",
          "d": "hx-strand (W + strands + plan)"}
@@ -148,8 +139,8 @@ pairs = [int(x) for x in re.findall(r"in (\d+) \(backward, forward\) layer pairs
 saved = pairs[1] * (plan["sequential_ms"] - plan["predicted_ms"])
 print()
 for k in "bced":
-    print("%-32s: %8.1f ms/step, collectives overlapped by compute on rank 0: %4.1f%% of %.1f ms"
-          % (names[k], ms[k], 100 * hid[k][0], hid[k][1] / max(1, len(a))))
+    print("%-33s: %8.1f ms/step; rank 0: collectives in flight %.1f ms a step, %4.1f%% of it "
+          "under compute" % (names[k], ms[k], hid[k][1], 100 * hid[k][0]))
 print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
 print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
 print("ratio W alone / hx-strand         : %8.3f (what strands and plan add to the W)"
