@@ -7,8 +7,10 @@
 #include "helix/error.h"
 #include "helix/graph.h"
 
-static const char *phase_color[] = { "#cfe2ff", "#ffd6a5", "#fdffb6", "#caffbf" };
-static const char *phase_name[] = { "forward", "backward-data", "backward-weight", "optimizer" };
+static const char *phase_color[HX_PHASE_COUNT] = { "#cfe2ff", "#ffd6a5", "#fdffb6", "#caffbf",
+                                                   "#e0c3fc" };
+static const char *phase_name[HX_PHASE_COUNT] = { "forward", "backward-data", "backward-weight",
+                                                  "optimizer", "recompute" };
 
 int hx_graph_write_dot(const struct hx_graph *g, FILE *f)
 {

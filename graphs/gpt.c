@@ -204,6 +204,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     if (l + 1 < hi) { /* this layer's last op writes the next one's LayerNorm */
         hx_gpt_take_layer(m, mb, l + 1);
     }
+    hx_gpt_take_keep(m, mb, l); /* full recompute: the output kept apart */
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
@@ -238,6 +239,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
                              P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
                              P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)], cf->ln_eps);
     }
+    hx_gpt_recompute_forward_done(m, mb, l);
 }
 
 void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
@@ -292,6 +294,15 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     const struct hx_mesh *mesh = par != NULL && par->mesh != NULL ? par->mesh : &serial;
     if (ret == HX_OK) {
         ret = check_mesh(cfg, mesh, par != NULL ? par->pipeline_schedule : HX_PIPE_1F1B);
+    }
+    int rc = par != NULL ? par->recompute : HX_RECOMPUTE_NONE;
+    if (ret == HX_OK && (rc < HX_RECOMPUTE_NONE || rc > HX_RECOMPUTE_FULL)) {
+        ret = HX_ERR(HX_EINVAL, "recompute %d is not an enum hx_recompute", rc);
+    }
+    if (ret == HX_OK && rc != HX_RECOMPUTE_NONE && (mesh->pp > 1 || par->strands)) {
+        ret = HX_ERR(HX_EINVAL, "--recompute-activations with %s is not supported: the "
+                     "recomputation is emitted per layer of whole micro-batches; drop one",
+                     mesh->pp > 1 ? "--pipeline-model-parallel-size > 1" : "--strands");
     }
     if (ret != HX_OK) {
         return ret;
@@ -352,6 +363,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     }
     hx_collectives_set_lanes(m->g, lanes, HX_GROUP_COUNT);
     make_params(m);
+    m->recompute = m->par.recompute;
     hx_gpt_make_activations(m);
     hx_gpt_dist_prefetch_depth(m);
     hx_gpt_dist_tensors(m);

@@ -96,16 +96,22 @@ static int set_new(struct hx_gpt *m, int l)
     a->ln1_rstd = hx_gpt_actf_s(m, 1, NAME("ln1_rstd"), 0);
     a->ln1g = hx_gpt_full_of(m, a->ln1, ".full");
     a->qkv = hx_gpt_actf(m, 3 * Cl, NAME("qkv"), 0);
-    a->atty = hx_gpt_actf(m, Cl, NAME("atty"), 0);
-    a->att_lse = hx_gpt_actf(m, c->num_heads / tp, NAME("att_lse"), 0);
+    if (m->recompute != HX_RECOMPUTE_SELECTIVE) { /* else recomputed, in rc[l % 2] */
+        a->atty = hx_gpt_actf(m, Cl, NAME("atty"), 0);
+        a->att_lse = hx_gpt_actf(m, c->num_heads / tp, NAME("att_lse"), 0);
+    }
     a->res_mid = hx_gpt_actf_s(m, C, NAME("res_mid"), 0);
     a->ln2 = hx_gpt_actf_s(m, C, NAME("ln2"), 0);
     a->ln2_mean = hx_gpt_actf_s(m, 1, NAME("ln2_mean"), 0);
     a->ln2_rstd = hx_gpt_actf_s(m, 1, NAME("ln2_rstd"), 0);
     a->ln2g = hx_gpt_full_of(m, a->ln2, ".full");
     a->fch = hx_gpt_actf(m, 4 * Cl, NAME("fch"), 0);
-    a->fch_gelu = hx_gpt_actf(m, 4 * Cl, NAME("fch_gelu"), 0);
-    S->out = hx_gpt_actf_s(m, C, NAME("out"), 0);
+    if (m->recompute != HX_RECOMPUTE_SELECTIVE) {
+        a->fch_gelu = hx_gpt_actf(m, 4 * Cl, NAME("fch_gelu"), 0);
+    }
+    if (m->recompute != HX_RECOMPUTE_FULL) { /* full: kept apart (hx_gpt_take_keep) */
+        S->out = hx_gpt_actf_s(m, C, NAME("out"), 0);
+    }
 #undef NAME
     return m->nsets++;
 }
@@ -172,6 +178,14 @@ void hx_gpt_use_mb(struct hx_gpt *m, int mb)
         } else {
             memset(&m->layers[l], 0, sizeof m->layers[l]);
             m->res_out[l] = NULL;
+        }
+        if (m->recompute == HX_RECOMPUTE_SELECTIVE) { /* what selective drops */
+            m->layers[l].atty = m->rc[l % 2].atty;
+            m->layers[l].att_lse = m->rc[l % 2].att_lse;
+            m->layers[l].fch_gelu = m->rc[l % 2].fch_gelu;
+        } else if (m->recompute == HX_RECOMPUTE_FULL) {
+            int q = m->keep_of[mb * L + l];
+            m->res_out[l] = q >= 0 ? m->keeps[q] : NULL;
         }
         m->layers[l].dres = m->dres[l];
         m->layers[l].dres_mid = m->dres_mid[l];
@@ -248,6 +262,7 @@ void hx_gpt_make_activations(struct hx_gpt *m)
     }
     m->loss_sum = hx_graph_tensor(m->g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
     m->gnorm_sumsq = hx_graph_tensor(m->g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+    hx_gpt_recompute_tensors(m);
     hx_gpt_use_mb(m, 0);
 }
 
@@ -264,4 +279,7 @@ void hx_gpt_free_acts(struct hx_gpt *m)
     free(m->dres_mid);
     free(m->sets);
     free(m->free_sets);
+    free(m->keeps);
+    free(m->free_keeps);
+    free(m->keep_of);
 }

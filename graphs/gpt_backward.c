@@ -30,8 +30,6 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     struct gpt_bwd_temps *t = &m->bwd[l % 2];
     hx_tensor_t *P = m->pfull, *G = m->gfull;
     int heads = m->cfg.num_heads / m->mesh.tp;
-    g->cur.layer = l;
-    hx_gpt_dist_backward_begin(m, l, mb);
 
     /* MLP branch: y = x1 + fcproj(gelu(fc(LN2(x1)))); the row-parallel fcproj reads the
      * whole dy (gathered from sequence shards under SP) */
@@ -122,10 +120,13 @@ void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
     int lo = m->clo[c], hi = m->chi[c];
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
+    hx_gpt_dist_backward_begin(m, l, mb); /* its parameters, before a recomputation reads them */
+    hx_gpt_recompute_layer(m, mb, c, l);
     hx_tensor_t dy = l == hi - 1 ? m->dtop : m->dres[l + 1];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
     layer_backward(m, l, mb, dy, x);
     hx_gpt_give_layer(m, mb, l); /* read for the last time (layer l+1 read its output) */
+    hx_gpt_recompute_backward_done(m, mb, l);
 }
 
 void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)

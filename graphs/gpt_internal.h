@@ -125,6 +125,14 @@ struct hx_gpt {
      * is the layer slot s holds at this point of the emission (-1: none or stale) and
      * gradients wait in rs_wait (parameter, micro-batch) until the next gather is out */
     int nps, pf_depth, *slot_layer, (*rs_wait)[2], nrs_wait;
+    /* --recompute-activations (graphs/gpt_recompute.c): recompute is enum hx_recompute;
+     * selective drops atty, att_lse, fch_gelu from the sets and works in rc[l % 2]; full
+     * keeps each layer's output in its own pool (keep_of[mb * L + l] indexes keeps, -1:
+     * none) and drops the rest of the set after the layer's forward */
+    int recompute;
+    struct gpt_layer_acts rc[2];
+    hx_tensor_t *keeps;
+    int nkeeps, cap_keeps, *free_keeps, nfree_keeps, *keep_of, named_keeps;
     /* the sequence-parallel region: shards of N/tp rows (aliases of the full tensors
      * without SP) and the gathered full tensors the tensor-parallel GEMMs read */
     hx_tensor_t emb_part;                /* vocab-parallel embedding before its sum (N,C) */
@@ -172,6 +180,12 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l);
 void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c);
 void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c);
 void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l);
+/* graphs/gpt_recompute.c */
+void hx_gpt_recompute_tensors(struct hx_gpt *m);           /* rc scratch, keep pool */
+void hx_gpt_recompute_forward_done(struct hx_gpt *m, int mb, int l); /* full: drop the set */
+void hx_gpt_recompute_layer(struct hx_gpt *m, int mb, int c, int l);  /* before l's backward */
+void hx_gpt_recompute_backward_done(struct hx_gpt *m, int mb, int l);
+void hx_gpt_take_keep(struct hx_gpt *m, int mb, int l);
 void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c);
 /* The cursor for micro-batch mb's nodes: phase, micro-batch, layer, and its strand (alpha
  * for even micro-batches, beta for odd ones, with two strands) */

@@ -161,7 +161,8 @@ static void clamp_channel_ends(void)
 static void write_rank(FILE *f, int rank, double shift_us)
 {
     clamp_channel_ends();
-    static const char *phases[] = { "forward", "backward-data", "backward-weight", "optimizer" };
+    static const char *phases[HX_PHASE_COUNT] = { "forward", "backward-data", "backward-weight",
+                                                  "optimizer", "recompute" };
     char host[256] = "?";
     gethostname(host, sizeof host - 1);
     fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "

@@ -440,7 +440,8 @@ int cmd_train(int argc, char **argv)
                                       .prefetch = a->sched != NULL &&
                                                   (strcmp(a->sched, "hx-prefetch") == 0 ||
                                                    a->prefetch_memory != NULL),
-                                      .prefetch_memory = a->prefetch_bytes };
+                                      .prefetch_memory = a->prefetch_bytes,
+                                      .recompute = a->recompute_mode };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;

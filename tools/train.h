@@ -38,6 +38,8 @@ struct train_args {
     const char *strand_plan;             /* --strand-plan FILE (helix plan-strands --out) */
     int ddp_bucket_size, overlap_grad_reduce, no_overlap_grad_reduce;
     const char *prefetch_memory;         /* --prefetch-memory BYTES[K|M|G] (hx-prefetch) */
+    const char *recompute;               /* --recompute-activations full|selective */
+    int recompute_mode;                  /* its enum hx_recompute (train_args_check) */
     double prefetch_bytes;               /* its value, parsed by train_args_check */
     float comm_timeout;
     /* the sample printed at the end */

@@ -23,7 +23,7 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         "shard-grads", "shard-optim", "zero-stage", "mics",
                                         "ddp-bucket-size", "overlap-grad-reduce",
                                         "no-overlap-grad-reduce", "comm-timeout",
-                                        "prefetch-memory", NULL };
+                                        "prefetch-memory", "recompute-activations", NULL };
 
 static struct flag table[96];
 static int ntable;
@@ -142,6 +142,9 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "all-reduce each bucket as the backward completes it (the default)");
     F("no-overlap-grad-reduce", FLAG_BOOL, &a->no_overlap_grad_reduce, 0, 1,
       "every gradient collective after the whole backward (baseline)");
+    F("recompute-activations", FLAG_STRING, &a->recompute, 0, 0,
+      "activation recomputation: selective (attention core and GELU again in the backward) "
+      "or full (only each layer's output kept; its forward again in the backward)");
     F("prefetch-memory", FLAG_STRING, &a->prefetch_memory, 0, 0,
       "with --sched hx-prefetch and sharded parameters: bytes (K, M, G suffixes) for "
       "all-gathered layers; the look-ahead is the layers that fit less one (at least 1); "
@@ -212,6 +215,24 @@ int train_args_check(struct train_args *a)
     }
     if (tools_check_sched(a->sched) != 0) {
         return 2;
+    }
+    a->recompute_mode = HX_RECOMPUTE_NONE;
+    if (a->recompute != NULL) {
+        if (strcmp(a->recompute, "full") == 0) {
+            a->recompute_mode = HX_RECOMPUTE_FULL;
+        } else if (strcmp(a->recompute, "selective") == 0) {
+            a->recompute_mode = HX_RECOMPUTE_SELECTIVE;
+        } else if (strcmp(a->recompute, "none") != 0) {
+            fprintf(stderr, "helix: error: --recompute-activations '%s' is not a mode; use full, "
+                    "selective or none\n", a->recompute);
+            return 2;
+        }
+        if (a->recompute_mode != HX_RECOMPUTE_NONE && (a->pp > 1 || a->strands)) {
+            fprintf(stderr, "helix: error: --recompute-activations %s with %s is not "
+                    "supported; drop one of them\n", a->recompute,
+                    a->pp > 1 ? "--pipeline-model-parallel-size > 1" : "--strands");
+            return 2;
+        }
     }
     if (a->prefetch_memory != NULL) {
         char *end = NULL;

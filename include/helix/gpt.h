@@ -95,9 +95,24 @@ struct hx_parallel_config {
                                   *   the next forward the backward's), and each layer's
                                   *   gradient reduce-scatters emitted after the next
                                   *   gather, so they never hold it back on the channel */
+    int recompute;               /**< enum hx_recompute: activations dropped after the
+                                  *   forward and computed again in the backward */
     double prefetch_memory;      /**< with prefetch: bytes for gathered layer parameters;
                                   *   the depth is the layers that fit, less the one in use
                                   *   (at least 1); 0 = depth 1 (AxoNN's one layer ahead) */
+};
+
+/** Activation recomputation (Megatron's --recompute-activations), a graph transformation:
+ *  the dropped activations are computed again by the same codelets on the same inputs right
+ *  before the layer's backward, so every number stays bitwise the same. */
+enum hx_recompute {
+    HX_RECOMPUTE_NONE,
+    HX_RECOMPUTE_SELECTIVE, /**< the attention core (its output and log-sum-exp, from qkv)
+                             *   and the GELU (from its input): no GEMM with a weight runs
+                             *   again, 5C of a layer's ~16C floats per token are dropped */
+    HX_RECOMPUTE_FULL,      /**< only each layer's output is kept; the backward of layer l
+                             *   runs its forward again from layer l-1's output (the
+                             *   parameters gathered for the backward serve it) */
 };
 
 /** The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards

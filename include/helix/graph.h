@@ -28,8 +28,10 @@ enum hx_phase {
     HX_PHASE_FORWARD,
     HX_PHASE_BACKWARD_DATA,
     HX_PHASE_BACKWARD_WEIGHT,
-    HX_PHASE_OPTIMIZER
+    HX_PHASE_OPTIMIZER,
+    HX_PHASE_RECOMPUTE /* a forward op run again inside the backward (--recompute-activations) */
 };
+#define HX_PHASE_COUNT 5
 enum hx_strand { HX_STRAND_NONE = -1, HX_STRAND_ALPHA = 0, HX_STRAND_BETA = 1 };
 enum hx_access { HX_R = 1, HX_W = 2, HX_RW = 3 };
 

@@ -89,13 +89,17 @@ int main(void)
            "unknown, empty and NULL names are not known");
 
     /* ---- registering ---- */
+    int nhelix = 0; /* helix's own policies lead the list */
+    while (names[nhelix] != NULL && hx_sched_find(names[nhelix]) != NULL) {
+        nhelix++;
+    }
     static struct starpu_sched_policy copy, same_name, starpu_name, noname;
     copy = hx_sched_prio; /* a working policy under another name */
     copy.policy_name = "test-copy";
     int ret = hx_sched_register(&copy);
     names = hx_sched_names();
     tap_ok(ret == HX_OK && hx_sched_find("test-copy") == &copy && hx_sched_is_known("test-copy") &&
-               index_of("test-copy") == 3,
+               nhelix >= 5 && index_of("test-copy") == nhelix,
            "registered test-copy: found, and listed right after helix's policies (index %d)",
            index_of("test-copy"));
 
@@ -128,7 +132,7 @@ int main(void)
     names = hx_sched_names();
     int listed = 0;
     for (int i = 0; i < accepted; i++) {
-        listed += index_of(fill_names[i]) == 4 + i; /* after hx-prio, -strand, -wavelet */
+        listed += index_of(fill_names[i]) == nhelix + 1 + i; /* after helix's and test-copy */
     }
     tap_ok(accepted == 15 && listed == accepted,
            "the table holds 16 registered policies: %d more accepted after test-copy, %d listed in "
