@@ -194,22 +194,15 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
                      P[P_LAYER(lo, P_LN1_B)], cf->ln_eps);
 }
 
-void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
+/* Layer l's forward from its LayerNorm'd input (ln1, in the layer's set) and input @p x up to
+ * the MLP's GELU: what the backward reads, so also what full recomputation runs again. */
+void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
 {
     const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull;
     int tp0 = m->mesh.tp_rank == 0, heads = cf->num_heads / m->mesh.tp;
-    int lo = m->clo[c], hi = m->chi[c], last = l + 1 == cf->num_layers;
-    if (l + 1 < hi) { /* this layer's last op writes the next one's LayerNorm */
-        hx_gpt_take_layer(m, mb, l + 1);
-    }
-    hx_gpt_take_keep(m, mb, l); /* full recompute: the output kept apart */
-    hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
-    hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
-    hx_gpt_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
     hx_tensor_t ln1 = hx_gpt_tp_gather(m, al->ln1g, al->ln1);
     hx_linear_fwd(g, al->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
     hx_attention_fwd(g, al->atty, al->att_lse, al->qkv, cf->seq_len, heads, cf->attn_block);
@@ -223,6 +216,25 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     hx_tensor_t ln2 = hx_gpt_tp_gather(m, al->ln2g, al->ln2);
     hx_linear_gelu_fwd(g, al->fch, al->fch_gelu, ln2, P[P_LAYER(l, P_FC_W)],
                        P[P_LAYER(l, P_FC_B)]);
+}
+
+void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
+{
+    const struct hx_gpt_config *cf = &m->cfg;
+    hx_graph_t g = m->g;
+    hx_tensor_t *P = m->pfull;
+    int tp0 = m->mesh.tp_rank == 0;
+    int lo = m->clo[c], hi = m->chi[c], last = l + 1 == cf->num_layers;
+    if (l + 1 < hi) { /* this layer's last op writes the next one's LayerNorm */
+        hx_gpt_take_layer(m, mb, l + 1);
+    }
+    hx_gpt_take_keep(m, mb, l); /* full recompute: the output kept apart */
+    hx_gpt_use_mb(m, mb);
+    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
+    struct gpt_layer_acts *al = &m->layers[l];
+    hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
+    hx_gpt_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
+    hx_gpt_layer_to_gelu(m, l, x);
     hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
                   tp0 ? P[P_LAYER(l, P_FCPROJ_B)] : NULL);
     hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);

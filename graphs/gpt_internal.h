@@ -177,6 +177,7 @@ void hx_gpt_use_mb(struct hx_gpt *m, int mb);            /* the model's fields s
  * (forward lo..hi-1, backward hi-1..lo), end (output) */
 void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c);
 void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l);
+void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x); /* ln1 .. GELU of layer l */
 void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c);
 void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c);
 void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l);

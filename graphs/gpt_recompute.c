@@ -98,25 +98,11 @@ static void recompute_selective(struct hx_gpt *m, int l)
 /* full: layer l's forward again from its kept input @p x, up to the MLP's GELU */
 static void recompute_full(struct hx_gpt *m, int l, hx_tensor_t x)
 {
-    const struct hx_gpt_config *cf = &m->cfg;
-    hx_graph_t g = m->g;
-    hx_tensor_t *P = m->pfull;
     struct gpt_layer_acts *a = &m->layers[l];
-    int tp0 = m->mesh.tp_rank == 0;
-    hx_layernorm_fwd(g, a->ln1, a->ln1_mean, a->ln1_rstd, x, P[P_LAYER(l, P_LN1_W)],
-                     P[P_LAYER(l, P_LN1_B)], cf->ln_eps);
-    hx_tensor_t ln1 = hx_gpt_tp_gather(m, a->ln1g, a->ln1);
-    hx_linear_fwd(g, a->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
-    hx_attention_fwd(g, a->atty, a->att_lse, a->qkv, cf->seq_len, cf->num_heads / m->mesh.tp,
-                     cf->attn_block);
-    hx_linear_fwd(g, m->branch_out, a->atty, P[P_LAYER(l, P_PROJ_W)],
-                  tp0 ? P[P_LAYER(l, P_PROJ_B)] : NULL);
-    hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
-    hx_add_layernorm_fwd(g, a->res_mid, a->ln2, a->ln2_mean, a->ln2_rstd, x, m->branch_s,
-                         P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], cf->ln_eps);
-    hx_tensor_t ln2 = hx_gpt_tp_gather(m, a->ln2g, a->ln2);
-    hx_linear_gelu_fwd(g, a->fch, a->fch_gelu, ln2, P[P_LAYER(l, P_FC_W)],
-                       P[P_LAYER(l, P_FC_B)]);
+    hx_tensor_t *P = m->pfull;
+    hx_layernorm_fwd(m->g, a->ln1, a->ln1_mean, a->ln1_rstd, x, P[P_LAYER(l, P_LN1_W)],
+                     P[P_LAYER(l, P_LN1_B)], m->cfg.ln_eps);
+    hx_gpt_layer_to_gelu(m, l, x);
 }
 
 void hx_gpt_recompute_layer(struct hx_gpt *m, int mb, int c, int l)
