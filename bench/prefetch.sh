@@ -72,7 +72,8 @@ bed() { # NAME ARGS...: one 2+2-rank run on its own bed, always torn down
     local name=$1
     shift
     timeout -s TERM 900 "$netbed" run --rate "$rate" -- -np 4 "$helix" "$@" \
-        >"$out/$name.log" 2>&1 || { tail -20 "$out/$name.log" >&2; fail "run $name failed (log: $out/$name.log)"; }
+        >"$out/$name.log" 2>&1 ||
+        { tail -20 "$out/$name.log" >&2; fail "run $name failed (log: $out/$name.log)"; }
 }
 echo "prefetch: L=$L C=$C heads=$H T=$T, global batch $GBS (micro $MBS), $steps steps; ZeRO-3," \
     "dp 4 on 2+2 ranks over a $rate link, --prefetch-memory $pfmem; logs in $out"

@@ -204,7 +204,8 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
     int n = hx_pipeline_tasks(m->par.pipeline_schedule, m->mesh.pp, m->mesh.pp_rank, m->Ml, t);
     for (int k = 0; k < n; k++) {
         int pair = m->strands && k + 1 < n && t[k].fwd != t[k + 1].fwd &&
-                   t[k].mb % 2 != t[k + 1].mb % 2 /* other strands */ && t[t[k].fwd ? k : k + 1].mb != 0;
+                   t[k].mb % 2 != t[k + 1].mb % 2 /* other strands */ &&
+                   t[t[k].fwd ? k : k + 1].mb != 0;
         if (pair) {
             const struct hx_pipe_task *f = t[k].fwd ? &t[k] : &t[k + 1];
             const struct hx_pipe_task *b = t[k].fwd ? &t[k + 1] : &t[k];

@@ -7,6 +7,9 @@
 #       it exits 0, every step's loss is within PARITY_TOL (relative) of the serial loss,
 #       and every final parameter within PARITY_TOL (normwise relative, tests/mpi/ckpt_compare)
 #   parity_same A B         runs A and B agree bitwise (losses and gradient norms)
+#   parity_bitwise NAME BASE NP FLAGS...   the run (NP 1: without mpirun) exits 0 and its
+#       losses, gradient norms and final parameters equal run BASE's bitwise (BASE "": a
+#       base for later runs, one check)
 # The model is small but has every part: 2 layers, 4 heads, 8 micro-batches of 2 sequences
 # (so 4 data-parallel ranks still accumulate 2 micro-batches each), 20 AdamW steps.
 
@@ -60,4 +63,24 @@ parity_check() {
     crc=$?
     diag <"$TMP/cmp.txt"
     ok "$name: final parameters equal the serial run's (<= $PARITY_TOL)" '[ $crc -eq 0 ]'
+}
+
+parity_bitwise() {
+    name=$1 base=$2 np=$3
+    shift 3
+    if [ "$np" -eq 1 ]; then
+        # shellcheck disable=SC2086
+        run "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" --save "$TMP/$name" "$@"
+    else
+        # shellcheck disable=SC2086
+        run hx_mpirun "$np" "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" \
+            --save "$TMP/$name" --comm-timeout 60 "$@"
+    fi
+    ok "$name: np $np $* trains" 'rc_is 0'
+    [ -n "$base" ] || return 0
+    "$COMPARE" "$TMP/$base" "$TMP/$name" 0 >"$TMP/cmp.txt" 2>&1
+    crc=$?
+    diag <"$TMP/cmp.txt"
+    ok "$name: bitwise $base's losses, gradient norms and final parameters" \
+        'parity_same "$base" "$name" && [ $crc -eq 0 ]'
 }

@@ -10,40 +10,21 @@
 . "$(dirname "$0")/parity_lib.sh"
 PARITY_MODEL=$(echo "$PARITY_MODEL" | sed 's/--num-layers 2/--num-layers 4/')
 
-# same NAME BASE NP FLAGS...: the run exits 0 and equals run BASE bitwise (BASE "": a base)
-same() {
-    name=$1 base=$2 np=$3
-    shift 3
-    if [ "$np" -eq 1 ]; then
-        # shellcheck disable=SC2086
-        run "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" --save "$TMP/$name" "$@"
-    else
-        # shellcheck disable=SC2086
-        run hx_mpirun "$np" "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" \
-            --save "$TMP/$name" --comm-timeout 60 "$@"
-    fi
-    ok "$name: np $np $* trains" 'rc_is 0'
-    [ -n "$base" ] || return 0
-    "$COMPARE" "$TMP/$base" "$TMP/$name" 0 >"$TMP/cmp.txt" 2>&1
-    crc=$?
-    diag <"$TMP/cmp.txt"
-    ok "$name: bitwise $base's losses, gradient norms and final parameters" \
-        'parity_same "$base" "$name" && [ $crc -eq 0 ]'
-}
-
 plan 18
-same serial "" 1
-same serial-sel serial 1 --recompute-activations selective
-same serial-full serial 1 --recompute-activations full
-same dp2 "" 2 --ranks-per-node 2
-same dp2-full dp2 2 --ranks-per-node 2 --recompute-activations full
-same tp2sp "" 2 --tensor-model-parallel-size 2 --sequence-parallel --ranks-per-node 2
-same tp2sp-sel tp2sp 2 --tensor-model-parallel-size 2 --sequence-parallel --ranks-per-node 2 \
+parity_bitwise serial "" 1
+parity_bitwise serial-sel serial 1 --recompute-activations selective
+parity_bitwise serial-full serial 1 --recompute-activations full
+parity_bitwise dp2 "" 2 --ranks-per-node 2
+parity_bitwise dp2-full dp2 2 --ranks-per-node 2 --recompute-activations full
+parity_bitwise tp2sp "" 2 --tensor-model-parallel-size 2 --sequence-parallel --ranks-per-node 2
+parity_bitwise tp2sp-sel tp2sp 2 --tensor-model-parallel-size 2 --sequence-parallel \
+    --ranks-per-node 2 \
     --recompute-activations selective
-same tp2sp-full tp2sp 2 --tensor-model-parallel-size 2 --sequence-parallel --ranks-per-node 2 \
+parity_bitwise tp2sp-full tp2sp 2 --tensor-model-parallel-size 2 --sequence-parallel \
+    --ranks-per-node 2 \
     --recompute-activations full
-same zero3 "" 2 --zero-stage 3 --ranks-per-node 2
-same zero3-full zero3 2 --zero-stage 3 --ranks-per-node 2 --recompute-activations full \
+parity_bitwise zero3 "" 2 --zero-stage 3 --ranks-per-node 2
+parity_bitwise zero3-full zero3 2 --zero-stage 3 --ranks-per-node 2 --recompute-activations full \
     --sched hx-prefetch
 run "$HELIX" train --preset tiny --train-iters 1 --recompute-activations some
 ok "--recompute-activations some: exit 2, named, before any step" \

@@ -53,7 +53,8 @@ for key in threads:
 print("%d events, %d threads, %d collectives" % (len(x), len(threads), len(comm)))
 PY
 rc=$?
-ok "valid Chrome trace: a process per rank, named lanes, bytes and flops ($(tail -1 "$TMP/check.txt"))" \
+ok "valid Chrome trace: a process per rank, named lanes, bytes and flops \
+($(tail -1 "$TMP/check.txt"))" \
     "[ $rc -eq 0 ]"
 run "$HELIX" trace summarize "$TMP/z3.json"
 ok "summarize: exit 0, a block per rank" \
@@ -85,7 +86,8 @@ print("ranks 0 and 1: all-gather %.2f ms, reduce-scatter %.2f ms per step, %.0f%
        100 * d["ranks"][0]["hidden_share"]))
 PY
 rc=$?
-ok "summarize --json: the keys; hidden + exposed = in flight; a trace against itself: E = 0 ($(tail -1 "$TMP/sum.txt"))" \
+ok "summarize --json: the keys; hidden + exposed = in flight; a trace against itself: E = 0 \
+($(tail -1 "$TMP/sum.txt"))" \
     "[ $rc -eq 0 ]"
 run "$HELIX" trace svg "$TMP/z3.json" -o "$TMP/z3.svg"
 ok "svg: exit 0, a file" 'rc_is 0 && [ -s "$TMP/z3.svg" ]'
