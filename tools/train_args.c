@@ -101,8 +101,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("preset", FLAG_STRING, &a->preset, 0, 0, "model preset: tiny, small, gpt2-124m");
     F("config", FLAG_STRING, &a->config, 0, 0, "file of 'key = value' lines; flags win");
     F("sched", FLAG_STRING, &a->sched, 0, 0,
-      "scheduling policy: hx-prio, hx-strand, hx-wavelet, serial-comm (no-overlap baseline) "
-      "or a StarPU one (eager, prio, lws, dmda...)");
+      "scheduling policy: hx-prio, hx-strand, hx-wavelet, hx-prefetch, serial-comm (no-overlap "
+      "baseline) or a StarPU one (eager, prio, lws, dmda...)");
     F("workers", FLAG_INT, &a->workers, 0, 64, "CPU workers (0: STARPU_NCPU or all cores)");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
