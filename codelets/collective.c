@@ -5,6 +5,9 @@
  * contiguous (ld == cols) with the element type args.coll.dtype.  Of `total` elements, group
  * rank j holds count_j = total/p + (j < total%p) at offset sum_{i<j} count_i.
  *
+ * The packed all-gather and reduce-scatter (2n data buffers: n inputs, then n outputs) move
+ * n tensors in one message per rank, each split by that rule (struct split).
+ *
  * Each CPU function posts one non-blocking MPI call, adds an end-dependency to its own task
  * and hands the request to the engine (runtime/comm_engine.c); the worker returns at once and
  * the task ends when the progress thread has finished the op (unpacked a packed message,
@@ -19,6 +22,27 @@
 #include "codelets/codelets.h"
 #include "runtime/comm_internal.h"
 
+/* A packed all-gather or reduce-scatter of n tensors over p ranks: full[k] (total[k]
+ * elements) split by the rule above, piece[k] this rank's share.  Rank j's message is
+ * its pieces of full[0..n-1] back to back, so one MPI call moves a whole layer. */
+struct split {
+    int n, p, me, gather, accumulate;
+    void *full[HX_NODE_MAXREFS / 2];
+    long total[HX_NODE_MAXREFS / 2];
+    void *piece[HX_NODE_MAXREFS / 2];
+    long mine;                          /* this rank's message: sum of its pieces */
+};
+
+static long split_count(long total, int p, int j)
+{
+    return total / p + (j < total % p);
+}
+
+static long split_displ(long total, int p, int j)
+{
+    return j * (total / p) + (j < total % p ? j : total % p);
+}
+
 /* One collective in flight.  `r` comes first: the engine hands it back to coll_done. */
 struct coll {
     struct hx_coll_req r;
@@ -32,6 +56,7 @@ struct coll {
     long acc_n;
     long recv_n;                        /* recv: elements expected (-1: no check) */
     int *counts, *displs;               /* allgatherv, reduce_scatter */
+    struct split split;                 /* packed all-gather / reduce-scatter: n > 0 */
 };
 
 /* Element pointer and count of data tile @p i, checked against the collective's dtype. */
@@ -80,6 +105,30 @@ static void add_into(int dtype, void *y, const void *x, long n)
     }
 }
 
+/* After MPI.  All-gather: scratch holds every rank's message in rank order; its pieces go to
+ * their places in the full tensors.  Reduce-scatter: scratch starts with this rank's summed
+ * pieces, which go into (or onto) its piece tensors. */
+static void split_unpack(struct coll *c)
+{
+    const struct split *s = &c->split;
+    int gather = s->gather;
+    const char *p = c->scratch;
+    for (int j = gather ? 0 : s->me; j <= (gather ? s->p - 1 : s->me); j++) {
+        for (int k = 0; k < s->n; k++) {
+            long n = split_count(s->total[k], s->p, j);
+            if (gather) {
+                memcpy((char *)s->full[k] + (size_t)split_displ(s->total[k], s->p, j) * c->esize,
+                       p, (size_t)n * c->esize);
+            } else if (s->accumulate) {
+                add_into(c->dtype, s->piece[k], p, n);
+            } else {
+                memcpy(s->piece[k], p, (size_t)n * c->esize);
+            }
+            p += (size_t)n * c->esize;
+        }
+    }
+}
+
 /* Progress thread: MPI finished this collective. */
 static void coll_done(struct hx_coll_req *r, const MPI_Status *st, int ok)
 {
@@ -92,6 +141,9 @@ static void coll_done(struct hx_coll_req *r, const MPI_Status *st, int ok)
         }
         if (c->acc != NULL) {
             add_into(c->dtype, c->acc, c->scratch, c->acc_n);
+        }
+        if (c->split.n > 0) {
+            split_unpack(c);
         }
         int got = 0;
         if (c->recv_n >= 0 && MPI_Get_count(st, hx_comm_mpi_type(c->dtype), &got) ==
@@ -318,6 +370,115 @@ static struct coll *begin_in_out(void *buffers[], const struct hx_node *node, MP
     return c;
 }
 
+/* The packed forms (refs: token, in[0..n-1], out[0..n-1]; the full tensors are a gather's
+ * outputs and a reduce-scatter's inputs): checks every piece against its share, sets the
+ * per-rank message counts and allocates scratch = [the receive buffer | the send buffer].
+ * Returns the send buffer, or NULL after a reported error (c freed). */
+static char *split_begin(void *buffers[], const struct hx_node *node, struct coll *c,
+                         const struct hx_group *g, int gather)
+{
+    struct split *s = &c->split;
+    HX_ASSERT(node->nrefs % 2 == 1, "packed %s on channel %s seq %d: %d buffers; token + n in "
+              "+ n out", c->r.op, hx_group_name(c->r.channel), c->r.seq, node->nrefs);
+    s->n = (node->nrefs - 1) / 2, s->p = g->size, s->me = g->rank, s->gather = gather;
+    s->accumulate = node->args.coll.accumulate;
+    long sum = 0;
+    for (int k = 0; k < s->n; k++) {
+        long nin = 0, nout = 0, np;
+        void *in = tile(buffers, 1 + k, c, &nin), *out = tile(buffers, 1 + s->n + k, c, &nout);
+        s->full[k] = gather ? out : in, s->piece[k] = gather ? in : out;
+        s->total[k] = gather ? nout : nin, np = gather ? nin : nout;
+        if (np != split_count(s->total[k], s->p, s->me)) {
+            HX_TASK_ERR(HX_EINVAL, "packed %s on channel %s seq %d, tensor %d of %d: group rank "
+                        "%d of %d holds %ld of the %ld elements, but its share is %ld "
+                        "(total/p + (rank < total%%p))", c->r.op, hx_group_name(c->r.channel),
+                        c->r.seq, k, s->n, s->me, s->p, np, s->total[k],
+                        split_count(s->total[k], s->p, s->me));
+            coll_free(c);
+            return NULL;
+        }
+        s->mine += np, sum += s->total[k];
+    }
+    c->r.bytes = (double)(gather ? s->mine : sum) * (double)c->esize;
+    c->counts = malloc(sizeof *c->counts * (size_t)s->p * 2);
+    c->scratch = malloc((size_t)(sum + s->mine + 1) * c->esize);
+    if (!fits_int(c, sum, "a packed message") || c->counts == NULL || c->scratch == NULL) {
+        if (c->counts == NULL || c->scratch == NULL) {
+            HX_TASK_ERR(HX_ENOMEM, "packed %s on channel %s seq %d: %ld-element buffers",
+                        c->r.op, hx_group_name(c->r.channel), c->r.seq, sum + s->mine);
+        }
+        coll_free(c);
+        return NULL;
+    }
+    c->displs = c->counts + s->p;
+    for (int j = 0, off = 0; j < s->p; j++) {
+        long cj = 0;
+        for (int k = 0; k < s->n; k++) {
+            cj += split_count(s->total[k], s->p, j);
+        }
+        c->counts[j] = (int)cj, c->displs[j] = off, off += (int)cj;
+    }
+    return (char *)c->scratch + (size_t)(gather ? sum : s->mine) * c->esize;
+}
+
+/* Packed all-gather: this rank's pieces back to back, every rank's message into scratch,
+ * unpacked by split_unpack. */
+static void allgather_packed(void *buffers[], const struct hx_node *node, struct coll *c,
+                             MPI_Comm comm, const struct hx_group *g)
+{
+    char *send = split_begin(buffers, node, c, g, 1);
+    if (send == NULL) {
+        return;
+    }
+    const struct split *s = &c->split;
+    char *p = send;
+    for (int k = 0; k < s->n; k++) {
+        size_t n = (size_t)split_count(s->total[k], s->p, s->me) * c->esize;
+        memcpy(p, s->piece[k], n);
+        p += n;
+    }
+    if (g->size == 1) {
+        memcpy(c->scratch, send, (size_t)s->mine * c->esize);
+        split_unpack(c);
+        coll_local(c);
+        return;
+    }
+    MPI_Datatype t = hx_comm_mpi_type(c->dtype);
+    int rc = MPI_Iallgatherv(send, (int)s->mine, t, c->scratch, c->counts, c->displs, t, comm,
+                             &c->r.req);
+    coll_post(c, rc, "MPI_Iallgatherv");
+}
+
+/* Packed reduce-scatter: the message to rank j is its pieces of every full tensor back to
+ * back; the sum of this rank's arrives at the start of scratch. */
+static void reduce_scatter_packed(void *buffers[], const struct hx_node *node, struct coll *c,
+                                  MPI_Comm comm, const struct hx_group *g)
+{
+    char *send = split_begin(buffers, node, c, g, 0);
+    if (send == NULL) {
+        return;
+    }
+    const struct split *s = &c->split;
+    char *p = send;
+    for (int j = 0; j < s->p; j++) {
+        for (int k = 0; k < s->n; k++) {
+            size_t n = (size_t)split_count(s->total[k], s->p, j) * c->esize;
+            memcpy(p, (char *)s->full[k] + (size_t)split_displ(s->total[k], s->p, j) * c->esize,
+                   n);
+            p += n;
+        }
+    }
+    if (g->size == 1) {
+        memcpy(c->scratch, send, (size_t)s->mine * c->esize);
+        split_unpack(c);
+        coll_local(c);
+        return;
+    }
+    int rc = MPI_Ireduce_scatter(send, c->scratch, c->counts, hx_comm_mpi_type(c->dtype),
+                                 hx_comm_mpi_op(node->args.coll.reduce), comm, &c->r.req);
+    coll_post(c, rc, "MPI_Ireduce_scatter");
+}
+
 /* buffers: token, in (count_rank) R, out (total) W. */
 static void allgather_cpu(void *buffers[], void *cl_arg)
 {
@@ -325,6 +486,14 @@ static void allgather_cpu(void *buffers[], void *cl_arg)
     const struct hx_group *g;
     void *in, *out;
     long nin = 0, total = 0;
+    const struct hx_node *node = cl_arg;
+    if (node->nrefs > 3) {
+        struct coll *c = coll_begin(node, &comm, &g);
+        if (c != NULL) {
+            allgather_packed(buffers, node, c, comm, g);
+        }
+        return;
+    }
     struct coll *c = begin_in_out(buffers, cl_arg, &comm, &g, &in, &nin, &out, &total);
     if (c == NULL) {
         return;
@@ -351,6 +520,13 @@ static void reduce_scatter_cpu(void *buffers[], void *cl_arg)
     const struct hx_group *g;
     void *in, *out;
     long total = 0, nout = 0;
+    if (node->nrefs > 3) {
+        struct coll *c = coll_begin(node, &comm, &g);
+        if (c != NULL) {
+            reduce_scatter_packed(buffers, node, c, comm, g);
+        }
+        return;
+    }
     struct coll *c = begin_in_out(buffers, cl_arg, &comm, &g, &in, &total, &out, &nout);
     if (c == NULL) {
         return;

@@ -32,8 +32,9 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_ADAMW] = { "adamw", &hx_cl_adamw, 5, 5 },
     /* collectives: buffer 0 is the channel token (codelets/collective.c) */
     [HX_OP_ALLREDUCE] = { "allreduce", &hx_cl_allreduce, 2, HX_NODE_MAXREFS },
-    [HX_OP_ALLGATHER] = { "allgather", &hx_cl_allgather, 3, 3 },
-    [HX_OP_REDUCE_SCATTER] = { "reduce_scatter", &hx_cl_reduce_scatter, 3, 3 },
+    [HX_OP_ALLGATHER] = { "allgather", &hx_cl_allgather, 3, HX_NODE_MAXREFS },
+    [HX_OP_REDUCE_SCATTER] = { "reduce_scatter", &hx_cl_reduce_scatter, 3,
+                                 HX_NODE_MAXREFS },
     [HX_OP_BROADCAST] = { "broadcast", &hx_cl_broadcast, 2, HX_NODE_MAXREFS },
     [HX_OP_ALLTOALL] = { "alltoall", &hx_cl_alltoall, 3, 3 },
     [HX_OP_SEND] = { "send", &hx_cl_send, 2, 2 },

@@ -167,3 +167,47 @@ void hx_reduce_scatter_tiles(hx_graph_t g, int ch, hx_tensor_t shard, hx_tensor_
              (double)hx_tile_nrows(full, i) * full->cols * (double)hx_dtype_size(full->dtype));
     }
 }
+
+/* Packed gather/scatter: refs are token, the n `in` tensors, then the n `out` ones. */
+static void packed_split(hx_graph_t g, enum hx_op op, int ch, int n, hx_tensor_t const *in,
+                         enum hx_access in_mode, hx_tensor_t const *out,
+                         enum hx_access out_mode, union hx_op_args *a, double bytes)
+{
+    struct hx_ref data[HX_NODE_MAXREFS];
+    HX_ASSERT(n >= 1 && 2 * n + 1 <= HX_NODE_MAXREFS, "%s on channel %s: %d tensors, at most %d",
+              hx_op_name(op), hx_group_name((enum hx_group_kind)ch), n,
+              (HX_NODE_MAXREFS - 1) / 2);
+    for (int k = 0; k < n; k++) {
+        HX_ASSERT(in[k]->ntiles == 1 && out[k]->ntiles == 1 && in[k]->dtype == in[0]->dtype &&
+                      out[k]->dtype == in[0]->dtype,
+                  "%s: %s and %s must be single-tile tensors of %s's dtype", hx_op_name(op),
+                  in[k]->name, out[k]->name, in[0]->name);
+        data[k] = hx_ref_of(in[k], 0, in_mode);
+        data[n + k] = hx_ref_of(out[k], 0, out_mode);
+    }
+    a->coll.dtype = in[0]->dtype;
+    emit(g, op, ch, a, 2 * n, data, bytes);
+}
+
+void hx_allgather_packed(hx_graph_t g, int ch, int n, hx_tensor_t const *full,
+                         hx_tensor_t const *shard)
+{
+    union hx_op_args a = { .coll = { .dtype = 0 } };
+    double bytes = 0;
+    for (int k = 0; k < n; k++) {
+        bytes += (double)hx_tensor_bytes(shard[k]);
+    }
+    packed_split(g, HX_OP_ALLGATHER, ch, n, shard, HX_R, full, HX_W, &a, bytes);
+}
+
+void hx_reduce_scatter_packed(hx_graph_t g, int ch, int n, hx_tensor_t const *shard,
+                              hx_tensor_t const *full, int accumulate)
+{
+    union hx_op_args a = { .coll = { .reduce = HX_SUM, .accumulate = accumulate } };
+    double bytes = 0;
+    for (int k = 0; k < n; k++) {
+        bytes += (double)hx_tensor_bytes(full[k]);
+    }
+    packed_split(g, HX_OP_REDUCE_SCATTER, ch, n, full, HX_R, shard,
+                 accumulate ? HX_RW : HX_W, &a, bytes);
+}

@@ -14,7 +14,8 @@
  *            into rotating slots before use (two slots, one layer ahead; with hx-prefetch's
  *            order, depth + 1 slots, depth layers ahead, a resident layer not gathered
  *            again, and reduce-scatters deferred behind the next gather) and reduce-scatter
- *            their gradients into pieces after each micro-batch's backward.
+ *            their gradients into pieces after each micro-batch's backward; both move
+ *            in units of a few tensors, one packed message each (UNITS).
  *   s_g > s_p: a micro-batch's gradient pieces are all-reduced in the G group and only
  *            their owner adds them to its accumulator (select and drop); the last
  *            micro-batch adds the accumulator and all-reduces over the replica group.
@@ -34,12 +35,27 @@
 #include "helix/error.h"
 #include "helix/layers.h"
 
-#define BUCKET_MAX (HX_NODE_MAXREFS - 1)
+#define BUCKET_MAX 15 /* tensors in one DDP bucket (Megatron cuts by size alone) */
 
 static void rs_flush(struct hx_gpt *m);
 
-/* Parameters of layer @p l (-1: wte, wpe, lnf_w, lnf_b) into @p ids; returns the count. */
-static int layer_params(const struct hx_gpt *m, int l, int *ids)
+/* s_p > 1 moves parameters and gradients in units, one packed message each: a layer is two
+ * (its attention block, ln1 .. proj_b, and its MLP block, ln2 .. fcproj_b), the embedding
+ * group (-1: wte, wpe, lnf_w, lnf_b) one.  Two per layer, not twelve: a message pays the
+ * channel's latency, which under compute load is most of a small one's time; not one: the
+ * first layer's attention starts after a third of its parameters arrived, and the last
+ * layer's MLP gradients leave while its attention's backward runs. */
+#define UNITS 2
+#define UNIT_OF(k) ((k) >= P_LN2_W)
+#define RS_WAIT_MAX(m) ((m)->cfg.num_layers * (m)->Ml * UNITS + 1)
+
+static int units(int l)
+{
+    return l < 0 ? 1 : UNITS;
+}
+
+/* Parameters of unit @p u of layer @p l into @p ids; returns the count. */
+static int unit_params(const struct hx_gpt *m, int l, int u, int *ids)
 {
     if (l < 0) {
         ids[0] = P_WTE;
@@ -48,10 +64,29 @@ static int layer_params(const struct hx_gpt *m, int l, int *ids)
         ids[3] = m->nparams - 1;
         return 4;
     }
+    int n = 0;
     for (int k = 0; k < P_PER_LAYER; k++) {
-        ids[k] = P_LAYER(l, k);
+        if (UNIT_OF(k) == u) {
+            ids[n++] = P_LAYER(l, k);
+        }
     }
-    return P_PER_LAYER;
+    return n;
+}
+
+/* The tensors of a unit's parameters this stage holds: full[q] from @p fulls and piece[q]
+ * from @p pieces, in unit_params' order; returns the count (ids: their parameters). */
+static int held_params(const struct hx_gpt *m, int l, int u, int *ids, hx_tensor_t *full,
+                       hx_tensor_t *piece, hx_tensor_t const *fulls, hx_tensor_t const *pieces)
+{
+    int all[P_PER_LAYER], n = 0;
+    for (int q = 0, nq = unit_params(m, l, u, all); q < nq; q++) {
+        if (m->pd[all[q]].held) {
+            ids[n] = all[q];
+            full[n] = fulls[all[q]];
+            piece[n++] = pieces[all[q]];
+        }
+    }
+    return n;
 }
 
 /* ---- layout ---- */
@@ -193,8 +228,9 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
     hx_tensor_t (*slot)[P_PER_LAYER] = calloc((size_t)m->nps, sizeof *slot);
     hx_tensor_t (*gslot)[P_PER_LAYER] = calloc((size_t)m->nps, sizeof *gslot);
     m->slot_layer = malloc(sizeof(int) * (size_t)m->nps);
-    m->rs_wait = malloc(sizeof *m->rs_wait * (size_t)(P_PER_LAYER * (m->Ml + 1)));
-    HX_ASSERT(slot && gslot && m->slot_layer && m->rs_wait, "out of memory");
+    m->rs_wait = malloc(sizeof *m->rs_wait * (size_t)RS_WAIT_MAX(m));
+    m->grads_done = calloc((size_t)((m->cfg.num_layers + 1) * m->Ml * UNITS), sizeof(int));
+    HX_ASSERT(slot && gslot && m->slot_layer && m->rs_wait && m->grads_done, "out of memory");
     for (int k = 0; k < m->nps; k++) {
         m->slot_layer[k] = -1;
     }
@@ -297,10 +333,13 @@ void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
         }
         m->slot_layer[layer % m->nps] = layer;
     }
-    int ids[P_PER_LAYER];
-    int n = layer_params(m, layer, ids);
-    for (int q = 0; q < n; q++) {
-        hx_allgather_tiles(m->g, HX_GROUP_SHARD_P, m->pfull[ids[q]], m->params[ids[q]]);
+    for (int u = 0; u < units(layer); u++) { /* one packed message per unit (see UNITS) */
+        int ids[P_PER_LAYER];
+        hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
+        int n = held_params(m, layer, u, ids, full, piece, m->pfull, m->params);
+        if (n > 0) {
+            hx_allgather_packed(m->g, HX_GROUP_SHARD_P, n, full, piece);
+        }
     }
 }
 
@@ -395,6 +434,7 @@ void hx_gpt_dist_free(struct hx_gpt *m)
     free(m->pd);
     free(m->slot_layer);
     free(m->rs_wait);
+    free(m->grads_done);
     free(m->pfull);
     free(m->gfull);
     free(m->mbg);
@@ -415,26 +455,23 @@ void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
          * their slots from the forward */
         hx_gpt_dist_gather_params(m, layer - 1);
     }
-    int ids[P_PER_LAYER];
-    int n = layer_params(m, layer, ids);
-    for (int q = 0; q < n; q++) {
-        if (m->gfull[ids[q]] != m->grads[ids[q]]) { /* a per-micro-batch buffer */
-            hx_fill(m->g, m->gfull[ids[q]], 0.0f);
+    for (int u = 0; u < units(layer); u++) {
+        int ids[P_PER_LAYER];
+        for (int q = 0, n = unit_params(m, layer, u, ids); q < n; q++) {
+            if (m->gfull[ids[q]] != m->grads[ids[q]]) { /* a per-micro-batch buffer */
+                hx_fill(m->g, m->gfull[ids[q]], 0.0f);
+            }
         }
     }
 }
 
-/* Parameter i's gradient of micro-batch mb is complete (its last weight-gradient task was
- * just emitted): reduce-scatter it into this rank's piece (s_p > 1) and queue the piece for
- * its all-reduce, so buckets fill in the order the backward finishes gradients. */
-static void grad_done_now(struct hx_gpt *m, int i, int mb)
+/* Parameter i's gradient of micro-batch mb is in its piece (reduce-scattered when s_p > 1):
+ * queue the piece for its all-reduce, so buckets fill in the order the backward finishes
+ * gradients. */
+static void grad_queue(struct hx_gpt *m, int i, int mb)
 {
     const struct hx_mesh *ms = &m->mesh;
     int last = mb == m->Ml - 1, per_mb = ms->sg.s > ms->sp.s;
-    if (ms->sp.s > 1) { /* the micro-batch's full gradient into this rank's piece */
-        hx_tensor_t dst = per_mb ? m->mbg[i] : m->grads[i];
-        hx_reduce_scatter_tiles(m->g, HX_GROUP_SHARD_P, dst, m->gfull[i], !per_mb);
-    }
     if (per_mb && !last) {
         queue_add(m, &m->queue[1], i);
     } else if (last) {
@@ -447,27 +484,53 @@ static void grad_done_now(struct hx_gpt *m, int i, int mb)
     }
 }
 
-/* hx-prefetch: the reduce-scatters that waited for the next gather, in the order they came */
+/* s_p > 1: every gradient of unit @p u of layer @p l of micro-batch mb is complete: one
+ * packed reduce-scatter of the unit's full gradients into this rank's pieces (accumulated,
+ * or the micro-batch's buffers when s_g > s_p), then the queue. */
+static void unit_grads_now(struct hx_gpt *m, int l, int u, int mb)
+{
+    int per_mb = m->mesh.sg.s > m->mesh.sp.s, ids[P_PER_LAYER];
+    hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
+    int n = held_params(m, l, u, ids, full, piece, m->gfull, per_mb ? m->mbg : m->grads);
+    hx_reduce_scatter_packed(m->g, HX_GROUP_SHARD_P, n, piece, full, !per_mb);
+    for (int q = 0; q < n; q++) {
+        grad_queue(m, ids[q], mb);
+    }
+}
+
+/* hx-prefetch: the units' reduce-scatters that waited for the next gather, in order */
 static void rs_flush(struct hx_gpt *m)
 {
     for (int k = 0; k < m->nrs_wait; k++) {
-        grad_done_now(m, m->rs_wait[k][0], m->rs_wait[k][1]);
+        unit_grads_now(m, m->rs_wait[k][0], m->rs_wait[k][1], m->rs_wait[k][2]);
     }
     m->nrs_wait = 0;
 }
 
 void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
 {
-    if (m->par.prefetch && m->mesh.sp.s > 1 && m->pd[i].layer >= 0) {
-        /* deferred behind the next layer's gather on the shard channel (AxoNN IV-B); its
-         * bucket follows it, so nothing reads the piece before the reduce-scatter wrote it */
-        HX_ASSERT(m->nrs_wait < P_PER_LAYER * (m->Ml + 1), "%d deferred reduce-scatters",
-                  m->nrs_wait);
-        m->rs_wait[m->nrs_wait][0] = i;
-        m->rs_wait[m->nrs_wait++][1] = mb;
+    if (m->mesh.sp.s == 1) {
+        grad_queue(m, i, mb);
         return;
     }
-    grad_done_now(m, i, mb);
+    /* a unit's gradients travel together once its last one is complete */
+    int l = m->pd[i].layer, u = l < 0 ? 0 : UNIT_OF(m->pd[i].k), ids[P_PER_LAYER];
+    hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
+    int *done = &m->grads_done[(mb * (m->cfg.num_layers + 1) + l + 1) * UNITS + u];
+    if (++*done < held_params(m, l, u, ids, full, piece, m->gfull, m->grads)) {
+        return;
+    }
+    *done = 0;
+    if (m->par.prefetch && l >= 0) {
+        /* deferred behind the next layer's gather on the shard channel (AxoNN IV-B); its
+         * bucket follows it, so nothing reads the piece before the reduce-scatter wrote it */
+        HX_ASSERT(m->nrs_wait < RS_WAIT_MAX(m), "%d deferred reduce-scatters", m->nrs_wait);
+        m->rs_wait[m->nrs_wait][0] = l;
+        m->rs_wait[m->nrs_wait][1] = u;
+        m->rs_wait[m->nrs_wait++][2] = mb;
+        return;
+    }
+    unit_grads_now(m, l, u, mb);
 }
 
 void hx_gpt_dist_backward_end(struct hx_gpt *m, int mb)

@@ -123,8 +123,10 @@ struct hx_gpt {
     /* s_p > 1: gathered layer parameters rotate through nps slots (layer l in slot l % nps),
      * gathered pf_depth layers ahead; with hx-prefetch's order (par.prefetch) slot_layer[s]
      * is the layer slot s holds at this point of the emission (-1: none or stale) and
-     * gradients wait in rs_wait (parameter, micro-batch) until the next gather is out */
-    int nps, pf_depth, *slot_layer, (*rs_wait)[2], nrs_wait;
+     * a unit's packed reduce-scatter (gpt_dist.c: UNITS) waits in rs_wait (layer, unit,
+     * micro-batch) until the next gather is out; grads_done counts each unit's complete
+     * gradients per micro-batch */
+    int nps, pf_depth, *slot_layer, (*rs_wait)[3], nrs_wait, *grads_done;
     /* --recompute-activations (graphs/gpt_recompute.c): recompute is enum hx_recompute;
      * selective drops atty, att_lse, fch_gelu from the sets and works in rc[l % 2]; full
      * keeps each layer's output in its own pool (keep_of[mb * L + l] indexes keeps, -1:

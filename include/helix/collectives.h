@@ -39,6 +39,15 @@ void hx_allgather_tiles(hx_graph_t g, int ch, hx_tensor_t full, hx_tensor_t shar
 /** shard (+)= this rank's part of the sum of every rank's full, tile by tile. */
 void hx_reduce_scatter_tiles(hx_graph_t g, int ch, hx_tensor_t shard, hx_tensor_t full,
                              int accumulate);
+/** The packed forms, one collective for @p n single-tile tensors (a layer's parameters,
+ *  ZeRO-3's one message per layer, as FSDP's flat parameters): each full[k] is split by
+ *  ops.h's rule, rank j sends the concatenation of its pieces shard[k] and the message of
+ *  all ranks is unpacked into every full[k].  2n + 1 <= HX_NODE_MAXREFS. */
+void hx_allgather_packed(hx_graph_t g, int ch, int n, hx_tensor_t const *full,
+                         hx_tensor_t const *shard);
+/** shard[k] (+)= this rank's piece of the sum over ranks of full[k], for all k at once. */
+void hx_reduce_scatter_packed(hx_graph_t g, int ch, int n, hx_tensor_t const *shard,
+                              hx_tensor_t const *full, int accumulate);
 /** Root's @p n single-tile tensors to every rank, as one packed message. */
 void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root);
 /** Send every row tile of @p t to group rank @p peer of the channel, one message per tile

@@ -35,7 +35,7 @@ enum hx_phase {
 enum hx_strand { HX_STRAND_NONE = -1, HX_STRAND_ALPHA = 0, HX_STRAND_BETA = 1 };
 enum hx_access { HX_R = 1, HX_W = 2, HX_RW = 3 };
 
-#define HX_NODE_MAXREFS 16 /* a DDP bucket: token + 15 gradients */
+#define HX_NODE_MAXREFS 32 /* a packed layer gather: token + 12 pieces + 12 parameters */
 
 /** One tile of one tensor, as a node accesses it. */
 struct hx_ref {

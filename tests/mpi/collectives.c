@@ -20,8 +20,9 @@
 #include "mpi/coll_harness.h"
 #include "tap.h"
 
-#define NCASES 14
-#define NPACK 15 /* a full DDP bucket: token + 15 tensors = HX_NODE_MAXREFS buffers */
+#define NCASES 16
+#define NPACK 15 /* a full DDP bucket: token + 15 tensors */
+#define NSPLIT 12 /* a packed layer gather: token + 12 pieces + 12 full tensors */
 #define P2P_ELEMS 65536
 
 /* What rank-local result to compare, and with which values. */
@@ -77,7 +78,7 @@ static void build_channel(int k)
     const struct hx_group *g = &J.mesh.groups[k];
     int p = g->size, me = g->rank;
     struct hx_ref r[HX_NODE_MAXREFS];
-    struct hx_tensor *x, *y, *ts[NPACK];
+    struct hx_tensor *x, *y, *ts[NPACK], *full[NSPLIT], *piece[NSPLIT];
 
     /* 0-2: one tensor, f32 sum, f64 max, i32 sum */
     static const struct { int dt, max, rows, cols; const char *what; } one[] = {
@@ -203,6 +204,53 @@ static void build_channel(int k)
     for (int j = 0; j < p; j++) {
         for (long q = 0; q < 3; q++) {
             e[j * 3 + q] = value(x->id, hx_group_member(g, j), me * 3 + q, HX_I32);
+        }
+    }
+    /* 14: packed all-gather of a layer: NSPLIT tensors of uneven totals (p+1, 3p+1, ..),
+     * rank j's pieces back to back in one message, unpacked into every full tensor */
+    for (int q = 0; q < NSPLIT; q++) {
+        char w[16];
+        long tq = q == 0 ? p + 1 : 3L * q * p + q % 5;
+        snprintf(w, sizeof w, "piece%d", q);
+        piece[q] = tensor(k, 14, w, HX_F32, 1, (int)cnt(tq, p, me), 0);
+        snprintf(w, sizeof w, "full%d", q);
+        full[q] = tensor(k, 14, w, HX_F32, 1, (int)tq, 0);
+        produce_all(piece[q]);
+        r[q] = hx_ref_of(piece[q], 0, HX_R);
+        r[NSPLIT + q] = hx_ref_of(full[q], 0, HX_W);
+    }
+    coll(HX_OP_ALLGATHER, k, HX_F32, 0, 0, 0, 2 * NSPLIT, r);
+    for (int q = 0; q < NSPLIT; q++) {
+        long tq = full[q]->cols;
+        e = expect_for(k, "packed allgather of 12 tensors", full[q]);
+        for (int j = 0; j < p; j++) {
+            for (long i = 0; i < cnt(tq, p, j); i++) {
+                e[off(tq, p, j) + i] = value(piece[q]->id, hx_group_member(g, j), i, HX_F32);
+            }
+        }
+    }
+    /* 15: packed reduce-scatter of a layer's gradients, f64, accumulating into the pieces */
+    for (int q = 0; q < NSPLIT; q++) {
+        char w[16];
+        long tq = q == 0 ? p + 1 : 2L * q * p + q % 3;
+        snprintf(w, sizeof w, "full%d", q);
+        full[q] = tensor(k, 15, w, HX_F64, 1, (int)tq, 0);
+        snprintf(w, sizeof w, "piece%d", q);
+        piece[q] = tensor(k, 15, w, HX_F64, 1, (int)cnt(tq, p, me), 0);
+        produce_all(full[q]);
+        produce_all(piece[q]);
+        r[q] = hx_ref_of(full[q], 0, HX_R);
+        r[NSPLIT + q] = hx_ref_of(piece[q], 0, HX_RW);
+    }
+    coll(HX_OP_REDUCE_SCATTER, k, HX_F64, HX_SUM, 0, 1, 2 * NSPLIT, r);
+    for (int q = 0; q < NSPLIT; q++) {
+        long tq = full[q]->cols;
+        e = expect_for(k, "packed reduce_scatter of 12 tensors, accumulating", piece[q]);
+        for (long i = 0; i < cnt(tq, p, me); i++) {
+            e[i] = value(piece[q]->id, R, i, HX_F64);
+            for (int j = 0; j < p; j++) {
+                e[i] += value(full[q]->id, hx_group_member(g, j), off(tq, p, me) + i, HX_F64);
+            }
         }
     }
     /* 13: send/recv around the ring, 256 KiB (past the eager limit): even group ranks send
