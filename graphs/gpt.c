@@ -409,6 +409,9 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
         hx_graph_prioritize(m->g, &d, 1000);
         hx_deps_free(&d);
     }
+    if (p > 1) {
+        hx_gpt_schedule_priorities(m);
+    }
     for (int i = 0; i < m->g->nnodes; i++) {
         if (m->g->nodes[i].kind == HX_KIND_COMM) {
             m->g->nodes[i].priority = 1001;
@@ -435,5 +438,6 @@ void hx_gpt_destroy(hx_gpt_t m)
     free(m->adam_v);
     hx_gpt_free_acts(m);
     hx_gpt_dist_free(m);
+    free(m->item_first);
     free(m);
 }

@@ -110,6 +110,9 @@ struct hx_gpt {
     int strands;                         /* 2: forward and backward interleaved by layer */
     int si_pairs, planned;               /* (forward, backward) layer pairs in SI blocks;
                                           * those a strand plan was applied to */
+    int *item_first, nitems;             /* the stage's schedule items (a chunk task or an SI
+                                          * block) in order: item k is nodes [item_first[k],
+                                          * item_first[k + 1]) */
     int nparams;
     /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
      * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],
@@ -197,6 +200,7 @@ void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer);
 void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad);
 /* graphs/gpt_order.c: every micro-batch's forward and backward, in the stage's order */
 void hx_gpt_emit_micro_batches(struct hx_gpt *m);
+void hx_gpt_schedule_priorities(struct hx_gpt *m);
 /* graphs/gpt.c: the stage running virtual stage v; the channels of the edge v -> v+1 */
 int hx_gpt_vstage_rank(const struct hx_gpt *m, int v);
 int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);

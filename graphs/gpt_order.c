@@ -202,7 +202,11 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
     struct hx_pipe_task *t = malloc(sizeof *t * 4 * (size_t)m->Ml);
     HX_ASSERT(t != NULL, "out of memory");
     int n = hx_pipeline_tasks(m->par.pipeline_schedule, m->mesh.pp, m->mesh.pp_rank, m->Ml, t);
+    m->item_first = malloc(sizeof(int) * (size_t)(n + 1));
+    HX_ASSERT(m->item_first != NULL, "out of memory");
+    m->nitems = 0;
     for (int k = 0; k < n; k++) {
+        m->item_first[m->nitems++] = m->g->nnodes;
         int pair = m->strands && k + 1 < n && t[k].fwd != t[k + 1].fwd &&
                    t[k].mb % 2 != t[k + 1].mb % 2 /* other strands */ &&
                    t[t[k].fwd ? k : k + 1].mb != 0;
@@ -217,5 +221,42 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
             backward_whole(m, &t[k]);
         }
     }
+    m->item_first[m->nitems] = m->g->nnodes;
     free(t);
+}
+
+/* Pipelines: the stage's schedule is an order, and the critical-path priorities cannot see
+ * it, because a forward's real successors (the next stages' work, and the gradient that
+ * comes back) are on other ranks: seen from stage 0 of 1F1B, B5 (a long local chain) outranks
+ * F6 (a forward and a send), and running B5 first when both are ready idles stage 1, which
+ * waits for F6.  So each schedule item gets a band of priorities, earlier items higher
+ * (Megatron runs the schedule as program order), and the critical path orders the compute
+ * inside a band.  Collectives keep theirs (above every band); the work before the first item
+ * and after the last keeps the top and bottom band. */
+void hx_gpt_schedule_priorities(struct hx_gpt *m)
+{
+    int n = m->nitems, w = 2000 / (n + 2);
+    for (int i = 0; i < m->g->nnodes; i++) {
+        struct hx_node *d = &m->g->nodes[i];
+        if (d->kind == HX_KIND_COMM) {
+            continue;
+        }
+        int band = 0; /* 0: before the first item, k + 1: item k, n + 1: after the last */
+        if (i >= m->item_first[n]) {
+            band = n + 1;
+        } else if (i >= m->item_first[0]) {
+            int lo = 0, hi = n - 1; /* the last item starting at or before i */
+            while (lo < hi) {
+                int mid = (lo + hi + 1) / 2;
+                if (m->item_first[mid] <= i) {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            band = lo + 1;
+        }
+        /* d->priority in [0, 1000] from hx_graph_prioritize */
+        d->priority = 1000 - (band + 1) * w + (d->priority * (w - 1)) / 1000;
+    }
 }
