@@ -372,8 +372,8 @@ static struct coll *begin_in_out(void *buffers[], const struct hx_node *node, MP
 
 /* The packed forms (refs: token, in[0..n-1], out[0..n-1]; the full tensors are a gather's
  * outputs and a reduce-scatter's inputs): checks every piece against its share, sets the
- * per-rank message counts and allocates scratch = [the receive buffer | the send buffer].
- * Returns the send buffer, or NULL after a reported error (c freed). */
+ * per-rank message counts, allocates scratch = [the receive buffer | the send buffer] and
+ * packs the send buffer.  Returns it, or NULL after a reported error (c freed). */
 static char *split_begin(void *buffers[], const struct hx_node *node, struct coll *c,
                          const struct hx_group *g, int gather)
 {
@@ -418,60 +418,54 @@ static char *split_begin(void *buffers[], const struct hx_node *node, struct col
         }
         c->counts[j] = (int)cj, c->displs[j] = off, off += (int)cj;
     }
-    return (char *)c->scratch + (size_t)(gather ? sum : s->mine) * c->esize;
+    /* the send buffer: a gather's pieces back to back; a reduce-scatter's message to rank
+     * j is its pieces of every full tensor, for j = 0..p-1 */
+    char *send = (char *)c->scratch + (size_t)(gather ? sum : s->mine) * c->esize, *p = send;
+    for (int j = gather ? s->me : 0; j <= (gather ? s->me : s->p - 1); j++) {
+        for (int k = 0; k < s->n; k++) {
+            size_t n = (size_t)split_count(s->total[k], s->p, j) * c->esize;
+            const char *src = gather ? (const char *)s->piece[k]
+                                     : (const char *)s->full[k] +
+                                           (size_t)split_displ(s->total[k], s->p, j) * c->esize;
+            memcpy(p, src, n);
+            p += n;
+        }
+    }
+    return send;
 }
 
-/* Packed all-gather: this rank's pieces back to back, every rank's message into scratch,
- * unpacked by split_unpack. */
+/* A group of one rank: its own message is the result.  Returns 1 when done so. */
+static int split_local(struct coll *c, const struct hx_group *g, const char *send)
+{
+    if (g->size != 1) {
+        return 0;
+    }
+    memcpy(c->scratch, send, (size_t)c->split.mine * c->esize);
+    split_unpack(c);
+    coll_local(c);
+    return 1;
+}
+
+/* Packed all-gather: every rank's message into scratch, unpacked by split_unpack. */
 static void allgather_packed(void *buffers[], const struct hx_node *node, struct coll *c,
                              MPI_Comm comm, const struct hx_group *g)
 {
     char *send = split_begin(buffers, node, c, g, 1);
-    if (send == NULL) {
-        return;
-    }
-    const struct split *s = &c->split;
-    char *p = send;
-    for (int k = 0; k < s->n; k++) {
-        size_t n = (size_t)split_count(s->total[k], s->p, s->me) * c->esize;
-        memcpy(p, s->piece[k], n);
-        p += n;
-    }
-    if (g->size == 1) {
-        memcpy(c->scratch, send, (size_t)s->mine * c->esize);
-        split_unpack(c);
-        coll_local(c);
+    if (send == NULL || split_local(c, g, send)) {
         return;
     }
     MPI_Datatype t = hx_comm_mpi_type(c->dtype);
-    int rc = MPI_Iallgatherv(send, (int)s->mine, t, c->scratch, c->counts, c->displs, t, comm,
-                             &c->r.req);
+    int rc = MPI_Iallgatherv(send, (int)c->split.mine, t, c->scratch, c->counts, c->displs, t,
+                             comm, &c->r.req);
     coll_post(c, rc, "MPI_Iallgatherv");
 }
 
-/* Packed reduce-scatter: the message to rank j is its pieces of every full tensor back to
- * back; the sum of this rank's arrives at the start of scratch. */
+/* Packed reduce-scatter: the sum of this rank's pieces arrives at the start of scratch. */
 static void reduce_scatter_packed(void *buffers[], const struct hx_node *node, struct coll *c,
                                   MPI_Comm comm, const struct hx_group *g)
 {
     char *send = split_begin(buffers, node, c, g, 0);
-    if (send == NULL) {
-        return;
-    }
-    const struct split *s = &c->split;
-    char *p = send;
-    for (int j = 0; j < s->p; j++) {
-        for (int k = 0; k < s->n; k++) {
-            size_t n = (size_t)split_count(s->total[k], s->p, j) * c->esize;
-            memcpy(p, (char *)s->full[k] + (size_t)split_displ(s->total[k], s->p, j) * c->esize,
-                   n);
-            p += n;
-        }
-    }
-    if (g->size == 1) {
-        memcpy(c->scratch, send, (size_t)s->mine * c->esize);
-        split_unpack(c);
-        coll_local(c);
+    if (send == NULL || split_local(c, g, send)) {
         return;
     }
     int rc = MPI_Ireduce_scatter(send, c->scratch, c->counts, hx_comm_mpi_type(c->dtype),

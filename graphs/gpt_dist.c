@@ -333,6 +333,8 @@ void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
         }
         m->slot_layer[layer % m->nps] = layer;
     }
+    int at = m->g->cur.layer; /* the gathers carry the layer they serve (traces) */
+    m->g->cur.layer = layer;
     for (int u = 0; u < units(layer); u++) { /* one packed message per unit (see UNITS) */
         int ids[P_PER_LAYER];
         hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
@@ -341,6 +343,7 @@ void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
             hx_allgather_packed(m->g, HX_GROUP_SHARD_P, n, full, piece);
         }
     }
+    m->g->cur.layer = at;
 }
 
 /* ---- gradient buckets ---- */
@@ -492,7 +495,10 @@ static void unit_grads_now(struct hx_gpt *m, int l, int u, int mb)
     int per_mb = m->mesh.sg.s > m->mesh.sp.s, ids[P_PER_LAYER];
     hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
     int n = held_params(m, l, u, ids, full, piece, m->gfull, per_mb ? m->mbg : m->grads);
+    int at = m->g->cur.layer; /* the reduce-scatter carries the layer it serves (traces) */
+    m->g->cur.layer = l;
     hx_reduce_scatter_packed(m->g, HX_GROUP_SHARD_P, n, piece, full, !per_mb);
+    m->g->cur.layer = at;
     for (int q = 0; q < n; q++) {
         grad_queue(m, ids[q], mb);
     }
