@@ -9,7 +9,9 @@
  *  - caching: a layer still in its slot is not gathered again, so hx-prefetch emits fewer
  *    all-gathers than the default order (which re-gathers every micro-batch's first layer);
  *  - deferral: on the shard channel, no reduce-scatter of layer l's gradients sits before
- *    the all-gather the backward of layer l-1 issues (the default order puts them first).
+ *    the all-gather the backward of layer l-1 issues (the default order puts them first);
+ *  - packing: every layer gather and reduce-scatter moves one whole unit of that layer (its
+ *    6 attention-block or 6 MLP-block tensors) in one message, and carries the layer.
  * Orders only: the parity tests (tests/mpi/parity_sched.sh) show the numbers do not move. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,32 @@ struct shape {
     int depth, slots, gathers;
     int ahead;        /* forward of mb 0: gather of layer l+d before layer l+1 computes */
     int rs_first;     /* reduce-scatters of layer l emitted before backward(l-1)'s gather */
+    int msgs, units;  /* layer gathers and reduce-scatters; those moving one whole unit */
 };
+
+/* Does shard-channel collective n move one whole unit of layer l, and say so?  Its 2k data
+ * refs are k pieces and k full tensors; the unit is 6 tensors of one layer, all of the
+ * attention block (ln1 .. proj_b) or all of the MLP block (ln2 .. fcproj_b). */
+static int whole_unit(hx_graph_t g, const struct hx_node *n, int l)
+{
+    static const char *mlp[] = { ".ln2_", ".fc_", ".fcproj_" };
+    int k = (n->nrefs - 1) / 2, in_mlp = 0;
+    for (int r = 1; r < n->nrefs; r++) {
+        const char *name = g->tensors[n->refs[r].tensor]->name;
+        int tl = -1, m = 0;
+        for (size_t q = 0; q < sizeof mlp / sizeof *mlp; q++) {
+            m |= strstr(name, mlp[q]) != NULL;
+        }
+        if (r == 1) {
+            in_mlp = m;
+        }
+        /* pieces are named h<l>.<param>, full tensors slot<s>.<param> (gather) */
+        if ((sscanf(name, "h%d.", &tl) == 1 && tl != l) || m != in_mlp) {
+            return 0;
+        }
+    }
+    return k == 6 && n->layer == l;
+}
 
 /* Layer of the parameter piece an all-gather reads ("h3.qkv_w": 3) or a reduce-scatter
  * writes ("h3.qkv_w.grad"); -1 otherwise.  (The node's own layer is the cursor's when it
@@ -75,6 +102,11 @@ static int build(int prefetch, double memory, struct shape *s)
     }
     for (int i = 0; i < g->nnodes; i++) {
         const struct hx_node *n = &g->nodes[i];
+        if ((n->op == HX_OP_ALLGATHER || n->op == HX_OP_REDUCE_SCATTER) &&
+            n->args.coll.channel == HX_GROUP_SHARD_P && piece_layer(g, n) >= 0) {
+            s->msgs++;
+            s->units += whole_unit(g, n, piece_layer(g, n));
+        }
         if (n->op == HX_OP_ALLGATHER && n->args.coll.channel == HX_GROUP_SHARD_P) {
             int l = piece_layer(g, n);
             s->gathers += l >= 0;
@@ -120,7 +152,7 @@ static int build(int prefetch, double memory, struct shape *s)
 
 int main(void)
 {
-    tap_plan(8);
+    tap_plan(9);
     struct shape def = { 0 }, one = { 0 }, three = { 0 };
     /* one 6-layer slot set: 12 C^2 + 13 C floats of 4 bytes, C = 64: 199936 bytes */
     int ok = build(0, 0, &def) && build(1, 0, &one) && build(1, 4 * 199936.0, &three);
@@ -142,6 +174,11 @@ int main(void)
     tap_ok(ok && one.rs_first == 0 && three.rs_first == 0,
            "hx-prefetch: every reduce-scatter behind the next gather (depth 1: %d, depth 3: %d "
            "in front)", one.rs_first, three.rs_first);
+    tap_ok(ok && def.msgs > 0 && def.units == def.msgs && one.units == one.msgs &&
+               three.units == three.msgs,
+           "packing: every layer gather and reduce-scatter is one message of a whole unit "
+           "(%d of %d, %d of %d, %d of %d)", def.units, def.msgs, one.units, one.msgs,
+           three.units, three.msgs);
     int ok2 = build(1, 1.0, &one); /* less than a layer: still one ahead */
     tap_ok(ok2 && one.depth == 1, "a --prefetch-memory below two layers still looks 1 ahead");
     return tap_exit();
