@@ -219,10 +219,15 @@ static int fits_int(struct coll *c, long n, const char *what)
     return 1;
 }
 
-/* counts/displs of ops.h's split of @p total over @p p ranks */
-static int split_counts(struct coll *c, long total, int p)
+/* counts/displs of the message of each of @p p ranks: its shares (ops.h's split) of @p n
+ * tensors of totals[k] elements, back to back (n = 1: one tensor) */
+static int split_counts(struct coll *c, int n, const long *totals, int p)
 {
-    if (!fits_int(c, total, "a message")) {
+    long sum = 0;
+    for (int k = 0; k < n; k++) {
+        sum += totals[k];
+    }
+    if (!fits_int(c, sum, n > 1 ? "a packed message" : "a message")) {
         return 0;
     }
     c->counts = malloc(sizeof *c->counts * (size_t)p * 2);
@@ -233,9 +238,13 @@ static int split_counts(struct coll *c, long total, int p)
     c->displs = c->counts + p;
     long off = 0;
     for (int j = 0; j < p; j++) {
-        c->counts[j] = (int)(total / p + (j < total % p));
+        long cj = 0;
+        for (int k = 0; k < n; k++) {
+            cj += split_count(totals[k], p, j);
+        }
+        c->counts[j] = (int)cj;
         c->displs[j] = (int)off;
-        off += c->counts[j];
+        off += cj;
     }
     return 1;
 }
@@ -340,7 +349,7 @@ static void broadcast_cpu(void *buffers[], void *cl_arg)
  * holds its share; on failure reports, frees @p c and returns 0. */
 static int my_share(struct coll *c, const struct hx_group *g, long total, long mine)
 {
-    if (!split_counts(c, total, g->size)) {
+    if (!split_counts(c, 1, &total, g->size)) {
         coll_free(c);
         return 0;
     }
@@ -400,23 +409,16 @@ static char *split_begin(void *buffers[], const struct hx_node *node, struct col
         s->mine += np, sum += s->total[k];
     }
     c->r.bytes = (double)(gather ? s->mine : sum) * (double)c->esize;
-    c->counts = malloc(sizeof *c->counts * (size_t)s->p * 2);
-    c->scratch = malloc((size_t)(sum + s->mine + 1) * c->esize);
-    if (!fits_int(c, sum, "a packed message") || c->counts == NULL || c->scratch == NULL) {
-        if (c->counts == NULL || c->scratch == NULL) {
-            HX_TASK_ERR(HX_ENOMEM, "packed %s on channel %s seq %d: %ld-element buffers",
-                        c->r.op, hx_group_name(c->r.channel), c->r.seq, sum + s->mine);
-        }
+    if (!split_counts(c, s->n, s->total, s->p)) {
         coll_free(c);
         return NULL;
     }
-    c->displs = c->counts + s->p;
-    for (int j = 0, off = 0; j < s->p; j++) {
-        long cj = 0;
-        for (int k = 0; k < s->n; k++) {
-            cj += split_count(s->total[k], s->p, j);
-        }
-        c->counts[j] = (int)cj, c->displs[j] = off, off += (int)cj;
+    c->scratch = malloc((size_t)(sum + s->mine + 1) * c->esize);
+    if (c->scratch == NULL) {
+        HX_TASK_ERR(HX_ENOMEM, "packed %s on channel %s seq %d: %ld-element buffers", c->r.op,
+                    hx_group_name(c->r.channel), c->r.seq, sum + s->mine);
+        coll_free(c);
+        return NULL;
     }
     /* the send buffer: a gather's pieces back to back; a reduce-scatter's message to rank
      * j is its pieces of every full tensor, for j = 0..p-1 */

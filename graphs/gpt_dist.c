@@ -520,10 +520,12 @@ void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
         return;
     }
     /* a unit's gradients travel together once its last one is complete */
-    int l = m->pd[i].layer, u = l < 0 ? 0 : UNIT_OF(m->pd[i].k), ids[P_PER_LAYER];
-    hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
+    int l = m->pd[i].layer, u = l < 0 ? 0 : UNIT_OF(m->pd[i].k), ids[P_PER_LAYER], held = 0;
+    for (int q = 0, nq = unit_params(m, l, u, ids); q < nq; q++) {
+        held += m->pd[ids[q]].held;
+    }
     int *done = &m->grads_done[(mb * (m->cfg.num_layers + 1) + l + 1) * UNITS + u];
-    if (++*done < held_params(m, l, u, ids, full, piece, m->gfull, m->grads)) {
+    if (++*done < held) {
         return;
     }
     *done = 0;

@@ -235,26 +235,15 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
  * and after the last keeps the top and bottom band. */
 void hx_gpt_schedule_priorities(struct hx_gpt *m)
 {
-    int n = m->nitems, w = 2000 / (n + 2);
+    int n = m->nitems, w = 2000 / (n + 2), band = 0;
     for (int i = 0; i < m->g->nnodes; i++) {
+        /* band 0: before the first item, k + 1: item k, n + 1: after the last */
+        while (band <= n && i >= m->item_first[band]) {
+            band++;
+        }
         struct hx_node *d = &m->g->nodes[i];
         if (d->kind == HX_KIND_COMM) {
             continue;
-        }
-        int band = 0; /* 0: before the first item, k + 1: item k, n + 1: after the last */
-        if (i >= m->item_first[n]) {
-            band = n + 1;
-        } else if (i >= m->item_first[0]) {
-            int lo = 0, hi = n - 1; /* the last item starting at or before i */
-            while (lo < hi) {
-                int mid = (lo + hi + 1) / 2;
-                if (m->item_first[mid] <= i) {
-                    lo = mid;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            band = lo + 1;
         }
         /* d->priority in [0, 1000] from hx_graph_prioritize */
         d->priority = 1000 - (band + 1) * w + (d->priority * (w - 1)) / 1000;
