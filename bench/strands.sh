@@ -13,11 +13,13 @@
 #       by --sched hx-strand;
 #   (e) the folded W alone (no strands, hx-prio): what of (d)'s time is the W's order and
 #       what is the strands' and the plan's.
-# Reported: each run's median step time, the ratios (b)/(d) and (c)/(d), the share of
-# communication time that overlapped compute on rank 0 (`helix trace summarize` of the
-# --trace: time some collective was in flight while a compute task ran, over the time some
-# collective was in flight; a pipeline's receive is in flight from its post), the plan's
-# predicted saving against the measured one, and the parity check.
+# Reported: each run's median step time (all rounds' steps pooled; with --rounds > 1 also
+# each round's median and its Wavelet+ / hx-strand ratio, whose spread is the machine's
+# noise), the ratios (b)/(d) and (c)/(d), the share of communication time that overlapped
+# compute on rank 0 (`helix trace summarize` of the --trace: time some collective was in
+# flight while a compute task ran, over the time some collective was in flight; a
+# pipeline's receive is in flight from its post), the plan's predicted saving against the
+# measured one, and the parity check.
 #
 #   bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR
 # Model: HX_ST_LAYERS (12) HX_ST_HIDDEN (256) HX_ST_HEADS (8) HX_ST_SEQ (64) HX_ST_MBS (2)
@@ -118,8 +120,10 @@ a = steps("a")
 names = {"b": "1F1B", "c": "Wavelet+ (W, round-robin strands)", "e": "folded W alone",
          "d": "hx-strand (W + strands + plan)"}
 ms, hid, ok, worst = {}, {}, True, 0.0
+per_round = {}  # k -> each round's median: the spread between rounds is the machine's noise
 for k in "bced":
     t = []
+    per_round[k] = []
     for r in range(1, rounds + 1):
         recs = steps("%s%d" % (k, r))
         if sorted(recs) != sorted(a):
@@ -131,6 +135,7 @@ for k in "bced":
             worst = max(worst, rel)
             ok = ok and rel <= 1e-5
         t += [x["ms"] for s, x in recs.items() if s > min(recs)]
+        per_round[k].append(statistics.median(x["ms"] for s, x in recs.items() if s > min(recs)))
     ms[k] = statistics.median(t)
     hid[k] = hidden("%s1" % k)
 plan = json.load(open(os.path.join(out, "plan.json")))
@@ -141,6 +146,12 @@ print()
 for k in "bced":
     print("%-33s: %8.1f ms/step; rank 0: collectives in flight %.1f ms a step, %4.1f%% of it "
           "under compute" % (names[k], ms[k], hid[k][1], 100 * hid[k][0]))
+if rounds > 1:
+    print("per round (median ms/step)        : " + "; ".join(
+        "%s %s" % (("1F1B", "Wavelet+", "W alone", "hx-strand")["bced".index(k)],
+                   " ".join("%.1f" % v for v in per_round[k])) for k in "bced"))
+    print("per round Wavelet+ / hx-strand    : " + " ".join(
+        "%.3f" % (c / d) for c, d in zip(per_round["c"], per_round["d"]) if d > 0))
 print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
 print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
 print("ratio W alone / hx-strand         : %8.3f (what strands and plan add to the W)"

@@ -108,8 +108,9 @@ struct hx_gpt {
     struct gpt_set *sets;
     int nsets, cap_sets, *free_sets, nfree, *set_of, *named, live_sets, peak_sets;
     int strands;                         /* 2: forward and backward interleaved by layer */
-    int si_pairs, planned;               /* (forward, backward) layer pairs in SI blocks;
-                                          * those a strand plan was applied to */
+    int si_pairs, planned, si_uncoupled; /* (forward, backward) layer pairs in SI blocks;
+                                          * those a strand plan was applied to; those in
+                                          * blocks no plan may couple (may_couple) */
     int *item_first, nitems;             /* the stage's schedule items (a chunk task or an SI
                                           * block) in order: item k is nodes [item_first[k],
                                           * item_first[k + 1]) */

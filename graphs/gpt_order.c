@@ -77,6 +77,7 @@ static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2, int may_couple)
     hx_graph_t g = m->g;
     int nf = x1 - x0, nb = x2 - x1;
     m->si_pairs++;
+    m->si_uncoupled += !may_couple;
     if (p == NULL || nf != p->nf || nb != p->nb) {
         return;
     }
@@ -138,8 +139,10 @@ static void ends(const struct hx_gpt *m, int c, int fwd, int *src, int *dst)
  * steps.  That is safe only if no input of the block depends on one of its outputs: no
  * stage the block receives from is one it sends to (else, in a plain pipeline, stage s's
  * forward waits for its backward, whose gradient comes from stage s+1, which waits for
- * that very forward's activations: a cycle).  DHelix's W has exactly this property: a
- * block's forward and backward travel the same way (papers.md §2.6). */
+ * that very forward's activations: a cycle).  DHelix's W pairs a chunk with its mirror, whose
+ * forward and backward travel the same way (papers.md §2.6) and pass; helix's folded order
+ * (graphs/pipeline.c) mostly pairs a chunk's forward with the same chunk's backward, which
+ * do not (counted in si_uncoupled; `helix train` prints it on the strands line). */
 static int may_couple(const struct hx_gpt *m, const struct hx_pipe_task *b,
                       const struct hx_pipe_task *f)
 {

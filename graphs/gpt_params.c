@@ -231,10 +231,11 @@ int hx_gpt_prefetch_depth(hx_gpt_t m)
     return m->mesh.sp.s > 1 ? m->pf_depth : 0;
 }
 
-void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned)
+void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned, int *uncoupled)
 {
     *pairs = m->si_pairs;
     *planned = m->planned;
+    *uncoupled = m->si_uncoupled;
 }
 
 void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)

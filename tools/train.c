@@ -510,12 +510,18 @@ int cmd_train(int argc, char **argv)
                    a->prefetch_memory ? ", from --prefetch-memory" : "");
         }
         if (a->strands) {
-            int pairs, planned;
-            hx_gpt_strand_stats(r.model, &pairs, &planned);
+            int pairs, planned, uncoupled;
+            hx_gpt_strand_stats(r.model, &pairs, &planned, &uncoupled);
             printf("strands: alpha and beta, interleaved layer by layer in %d (backward, forward) "
-                   "layer pairs%s%s: %d of them planned\n", pairs,
+                   "layer pairs%s%s: %d of them planned", pairs,
                    r.have_plan ? "; strand plan " : "", r.have_plan ? a->strand_plan : "",
                    planned);
+            if (uncoupled > 0) { /* why a plan reaches so few pairs of a pipeline */
+                printf("; %d in blocks whose forward and backward exchange with one stage in "
+                       "opposite directions, where a plan's barriers could close a cycle across "
+                       "stages, so they run unplanned", uncoupled);
+            }
+            printf("\n");
         }
         fflush(stdout);
         struct sigaction sa;

@@ -219,9 +219,11 @@ struct hx_gpt_memory {
                                     *   this tensor-parallel rank */
 };
 void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem);
-/** With strands: (backward layer, forward layer) pairs in SI blocks, and how many of them a
- *  strand plan was applied to. */
-void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned);
+/** With strands: (backward layer, forward layer) pairs in SI blocks, how many of them a
+ *  strand plan was applied to, and how many sit in blocks no plan may couple (their forward
+ *  and backward exchange with one stage in opposite directions, so barriers between them
+ *  could close a cycle across stages; graphs/gpt_order.c, may_couple). */
+void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned, int *uncoupled);
 /** Under parameter sharding (s_p > 1): how many layers ahead parameters are all-gathered
  *  (1, or hx-prefetch's depth from prefetch_memory); 0 without sharding. */
 int hx_gpt_prefetch_depth(hx_gpt_t m);

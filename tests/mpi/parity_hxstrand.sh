@@ -13,7 +13,16 @@ PARITY_MODEL="--num-layers 12 --hidden-size 64 --num-attention-heads 4 --seq-len
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/parity_lib.sh"
-plan 17
+plan 19
+# The strands line's accounting, "in P ... layer pairs ...: K of them planned[; U in blocks
+# ...]", into PAIRS PLANNED UNCOUPLED (x: no such line).  Every pair of these runs is either
+# planned or in a block a plan may not couple (the ops of every layer match the plan's).
+pair_counts() {
+    set -- $(python3 -c 'import re,sys
+m = re.search(r"in (\d+) \(backward, forward\) layer pairs.*?: (\d+) of them planned(?:; (\d+) in blocks)?", open(sys.argv[1]).read())
+print(*(m.groups("0") if m else ("x", "x", "x")))' "$OUT")
+    PAIRS=$1 PLANNED=$2 UNCOUPLED=$3
+}
 "$HX_BUILDDIR/tests/schedulers/synth_overlap" "$TMP/overlap.json" 12 64 4 32 2 256 1 0 1 16 4 \
     overlap >"$TMP/gen.txt" 2>&1 &&
     "$HELIX" plan-strands --profile "$TMP/overlap.json" --out "$TMP/plan.json" >"$TMP/plan.txt" 2>&1
@@ -25,8 +34,14 @@ parity_check fold2-hxstrand 2 --pipeline-model-parallel-size 2 --pipeline-fold -
 ok "fold2: the plan was applied to some layer pairs" \
     'out_has "strand plan .*: [1-9][0-9]* of them planned"'
 ok "fold2: hx-strand with the plan and the plain W agree bitwise" 'parity_same fold2 fold2-hxstrand'
+pair_counts
+ok "fold2: each of the $PAIRS pairs is planned ($PLANNED) or in a block a plan may not couple ($UNCOUPLED)" \
+    '[ "$PAIRS" != x ] && [ $((PLANNED + UNCOUPLED)) -eq "$PAIRS" ]'
 parity_check pp2 2 --pipeline-model-parallel-size 2
 parity_check pp2-hxstrand 2 --pipeline-model-parallel-size 2 --strands \
     --strand-plan "$TMP/plan.json" --sched hx-strand
 ok "pp2: hx-strand and plain 1F1B agree bitwise" 'parity_same pp2 pp2-hxstrand'
+pair_counts
+ok "pp2: 1F1B's $PAIRS pairs all wait across stages: none planned ($PLANNED), all reported ($UNCOUPLED)" \
+    '[ "$PAIRS" != x ] && [ "$PAIRS" -gt 0 ] && [ "$PLANNED" -eq 0 ] && [ "$UNCOUPLED" -eq "$PAIRS" ]'
 finish
