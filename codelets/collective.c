@@ -33,16 +33,6 @@ struct split {
     long mine;                          /* this rank's message: sum of its pieces */
 };
 
-static long split_count(long total, int p, int j)
-{
-    return total / p + (j < total % p);
-}
-
-static long split_displ(long total, int p, int j)
-{
-    return j * (total / p) + (j < total % p ? j : total % p);
-}
-
 /* One collective in flight.  `r` comes first: the engine hands it back to coll_done. */
 struct coll {
     struct hx_coll_req r;
@@ -115,10 +105,10 @@ static void split_unpack(struct coll *c)
     const char *p = c->scratch;
     for (int j = gather ? 0 : s->me; j <= (gather ? s->p - 1 : s->me); j++) {
         for (int k = 0; k < s->n; k++) {
-            long n = split_count(s->total[k], s->p, j);
+            long n = hx_split_count(s->total[k], s->p, j);
             if (gather) {
-                memcpy((char *)s->full[k] + (size_t)split_displ(s->total[k], s->p, j) * c->esize,
-                       p, (size_t)n * c->esize);
+                size_t at = (size_t)hx_split_offset(s->total[k], s->p, j) * c->esize;
+                memcpy((char *)s->full[k] + at, p, (size_t)n * c->esize);
             } else if (s->accumulate) {
                 add_into(c->dtype, s->piece[k], p, n);
             } else {
@@ -240,7 +230,7 @@ static int split_counts(struct coll *c, int n, const long *totals, int p)
     for (int j = 0; j < p; j++) {
         long cj = 0;
         for (int k = 0; k < n; k++) {
-            cj += split_count(totals[k], p, j);
+            cj += hx_split_count(totals[k], p, j);
         }
         c->counts[j] = (int)cj;
         c->displs[j] = (int)off;
@@ -397,12 +387,12 @@ static char *split_begin(void *buffers[], const struct hx_node *node, struct col
         void *in = tile(buffers, 1 + k, c, &nin), *out = tile(buffers, 1 + s->n + k, c, &nout);
         s->full[k] = gather ? out : in, s->piece[k] = gather ? in : out;
         s->total[k] = gather ? nout : nin, np = gather ? nin : nout;
-        if (np != split_count(s->total[k], s->p, s->me)) {
+        if (np != hx_split_count(s->total[k], s->p, s->me)) {
             HX_TASK_ERR(HX_EINVAL, "packed %s on channel %s seq %d, tensor %d of %d: group rank "
                         "%d of %d holds %ld of the %ld elements, but its share is %ld "
                         "(total/p + (rank < total%%p))", c->r.op, hx_group_name(c->r.channel),
                         c->r.seq, k, s->n, s->me, s->p, np, s->total[k],
-                        split_count(s->total[k], s->p, s->me));
+                        hx_split_count(s->total[k], s->p, s->me));
             coll_free(c);
             return NULL;
         }
@@ -425,10 +415,10 @@ static char *split_begin(void *buffers[], const struct hx_node *node, struct col
     char *send = (char *)c->scratch + (size_t)(gather ? sum : s->mine) * c->esize, *p = send;
     for (int j = gather ? s->me : 0; j <= (gather ? s->me : s->p - 1); j++) {
         for (int k = 0; k < s->n; k++) {
-            size_t n = (size_t)split_count(s->total[k], s->p, j) * c->esize;
+            size_t n = (size_t)hx_split_count(s->total[k], s->p, j) * c->esize;
             const char *src = gather ? (const char *)s->piece[k]
                                      : (const char *)s->full[k] +
-                                           (size_t)split_displ(s->total[k], s->p, j) * c->esize;
+                                           (size_t)hx_split_offset(s->total[k], s->p, j) * c->esize;
             memcpy(p, src, n);
             p += n;
         }

@@ -153,8 +153,8 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
         d->held = d->stage == ms->pp_rank || (i == P_WTE && head == ms->pp_rank);
         tp_split(d, d->k, i == P_WTE, ms->tp);
         long n = (long)d->lrows * d->lcols;
-        d->piece_cnt = n / p + (j < n % p);
-        d->piece_off = j * (n / p) + (j < n % p ? j : n % p);
+        d->piece_cnt = hx_split_count(n, p, j);
+        d->piece_off = hx_split_offset(n, p, j);
         int is_ln = d->k == P_LN1_W || d->k == P_LN1_B || d->k == P_LN2_W || d->k == P_LN2_B ||
                     i >= m->nparams - 2;
         d->sp_partial = ms->sequence_parallel && is_ln;

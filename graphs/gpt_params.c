@@ -156,7 +156,7 @@ static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
     float *mine = local + (size_t)n * (size_t)ms->tp_rank * (tp > 1);
     if (ret == HX_OK && p > 1) { /* the pieces of the P group make the tp-local tensor */
         for (int j = 0; j < p; j++) {
-            bytes[j] = (long)sizeof(float) * (n / p + (j < n % p));
+            bytes[j] = (long)sizeof(float) * hx_split_count(n, p, j);
         }
         ret = hx_comm_host_allgatherv(HX_GROUP_SHARD_P, piece, (long)sizeof(float) *
                                       d->piece_cnt, mine, bytes);

@@ -191,6 +191,17 @@ union hx_op_args {
 /** Stable name of an op ("matmul", "layernorm_fwd", ...), used for tasks, traces and DOT. */
 const char *hx_op_name(enum hx_op op);
 
+/** The collectives' split rule (above): of @p total elements over @p p ranks, rank @p j
+ *  holds hx_split_count elements at offset hx_split_offset = sum_{i<j} count_i. */
+static inline long hx_split_count(long total, int p, int j)
+{
+    return total / p + (j < total % p);
+}
+static inline long hx_split_offset(long total, int p, int j)
+{
+    return j * (total / p) + (j < total % p ? j : total % p);
+}
+
 #ifdef __cplusplus
 }
 #endif
