@@ -18,7 +18,8 @@
 # noise), the ratios (b)/(d) and (c)/(d), the share of communication time that overlapped
 # compute on rank 0 (`helix trace summarize` of the --trace: time some collective was in
 # flight while a compute task ran, over the time some collective was in flight; a
-# pipeline's receive is in flight from its post), the plan's predicted saving against the
+# pipeline's receive is in flight from its post), how much the two strands co-ran (per
+# rank, the time both strands' tasks ran over the time either's did), the plan's predicted saving against the
 # measured one, and the parity check.
 #
 #   bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR
@@ -116,6 +117,9 @@ def hidden(name):  # rank 0, per step: (hidden share, collective time in flight)
     # helix trace summarize: unions of task intervals, a collective from post to completion
     r = json.load(open(os.path.join(out, name + ".summary.json")))["ranks"][0]
     return r["hidden_share"] if r["hidden_share"] is not None else math.nan, r["comm_ms"]
+def corun(name):  # per rank: of the time some strand works, the share both do
+    rs = json.load(open(os.path.join(out, name + ".summary.json")))["ranks"]
+    return [r["strands"]["corun_share"] if r.get("strands") else math.nan for r in rs]
 a = steps("a")
 names = {"b": "1F1B", "c": "Wavelet+ (W, round-robin strands)", "e": "folded W alone",
          "d": "hx-strand (W + strands + plan)"}
@@ -147,6 +151,8 @@ print()
 for k in "bced":
     print("%-33s: %8.1f ms/step; rank 0: collectives in flight %.1f ms a step, %4.1f%% of it "
           "under compute" % (names[k], ms[k], hid[k][1], 100 * hid[k][0]))
+print("strands co-run, per rank (both at work / either at work, round 1): Wavelet+ %s; "
+      "hx-strand %s" % tuple(" ".join("%.0f%%" % (100 * x) for x in corun(k + "1")) for k in "cd"))
 if rounds > 1:
     print("per round (median ms/step)        : " + "; ".join(
         "%s %s" % (("1F1B", "Wavelet+", "W alone", "hx-strand")["bced".index(k)],

@@ -33,7 +33,12 @@ static void usage(FILE *f)
             "  {\"ranks\": [{\"rank\", \"span_ms\", \"steps\", \"lanes\": {...}, \"comm\": {op:\n"
             "  {\"ms\", \"exposed_ms\", \"hidden_ms\", \"efficiency\"}}, \"comm_ms\",\n"
             "  \"exposed_comm_ms\", \"hidden_comm_ms\", \"hidden_share\", \"ect_ms\",\n"
-            "  \"overlap_efficiency\", \"bubble_fraction\"}]} (null where there is no baseline).\n"
+            "  \"overlap_efficiency\", \"bubble_fraction\", \"strands\": {\"alpha_ms\", \"beta_ms\",\n"
+            "  \"corun_ms\", \"corun_share\"}}]} (null where there is no baseline, strands null\n"
+            "  without two strands).  A run with --strands adds a line per rank: each\n"
+            "  strand's time at work (its tasks but pipeline sends and receives) and the time\n"
+            "  both worked at once, the co-run DHelix's interleaving is for, also as a share\n"
+            "  of the time either worked.\n"
             "svg: a timeline of one step (default: the last; --step N, or all) with a band per\n"
             "  rank and a row per worker and channel, tasks colored by op class, strand beta\n"
             "  hatched, and a legend; open it in a browser.\n");
@@ -56,6 +61,13 @@ static void json_num(FILE *f, const char *key, double v, const char *sep)
     } else {
         fprintf(f, "\"%s\": %.6g%s", key, v, sep);
     }
+}
+
+/* Of the time some strand works, the share both do */
+static double corun_share(const struct rank_summary *s)
+{
+    double either = s->strand_ms[0] + s->strand_ms[1] - s->corun_ms;
+    return either > 0 ? s->corun_ms / either : NAN;
 }
 
 static void print_json(const struct rank_summary *rs, int n)
@@ -86,7 +98,16 @@ static void print_json(const struct rank_summary *rs, int n)
         json_num(stdout, "ect_ms", s->ect_ms, ", ");
         json_num(stdout, "overlap_efficiency", s->efficiency, ", ");
         json_num(stdout, "bubble_fraction", s->span_ms > 0 ? s->bubble_ms / s->span_ms : NAN,
-                 "}");
+                 ", ");
+        if (s->strands) {
+            printf("\"strands\": {");
+            json_num(stdout, "alpha_ms", s->strand_ms[0], ", ");
+            json_num(stdout, "beta_ms", s->strand_ms[1], ", ");
+            json_num(stdout, "corun_ms", s->corun_ms, ", ");
+            json_num(stdout, "corun_share", corun_share(s), "}}");
+        } else {
+            printf("\"strands\": null}");
+        }
     }
     printf("\n]}\n");
 }
@@ -122,6 +143,11 @@ static void print_text(const struct trace *t, const struct rank_summary *rs, int
         }
         printf("  bubble     %.1f%% of the step (compute idle, no data/tensor-parallel "
                "collective in flight)\n", 100 * s->bubble_ms / fmax(s->span_ms, 1e-9));
+        if (s->strands) {
+            printf("  strands    alpha at work %.2f ms, beta %.2f ms, both at once %.2f ms "
+                   "(%.1f%% of the time either is)\n", s->strand_ms[0], s->strand_ms[1],
+                   s->corun_ms, 100 * corun_share(s));
+        }
         if (with_base) {
             printf("  Flux       effective communication time %.2f ms, overlap efficiency "
                    "%s%.3f\n", s->ect_ms, isnan(s->efficiency) ? "n/a " : "",

@@ -9,7 +9,12 @@
  *   exposed      comm − compute: the rank waited on the network and computed nothing;
  *   bubble       span − compute − exposed data/tensor-parallel collectives, over span: the
  *                compute lane idle and waiting on no collective but a pipeline send/recv or
- *                on nothing (for pipelines: the bubble; otherwise: scheduling gaps).
+ *                on nothing (for pipelines: the bubble; otherwise: scheduling gaps);
+ *   strand s     union of strand s's tasks but pipeline sends and receives (a receive is
+ *                in flight from its post: waiting, not work), with two strands marked;
+ *   co-run       strand alpha ∩ strand beta: both strands at work at once, which is what
+ *                DHelix's interleaving is for; its share of (alpha ∪ beta) says how much of
+ *                the time a strand works the other works beside it.
  * With a baseline (the same job under a no-overlap schedule, --sched serial-comm), Flux's
  * metrics (papers.md §3.3): ECT = span − C and E = 1 − ECT / ECT_baseline, where C is the
  * baseline's compute time (its compute is not slowed by overlapping); per op, the share of
@@ -121,6 +126,11 @@ static int on_lane(const struct trace_event *e, const void *arg)
     return e->collective && strcmp(e->lane, arg) == 0;
 }
 
+static int is_strand_work(const struct trace_event *e, const void *arg)
+{
+    return e->strand == *(const int *)arg && !is_pipeline(e);
+}
+
 static struct trace_comm *op_slot(struct rank_summary *r, const char *name)
 {
     for (int i = 0; i < r->nops; i++) {
@@ -159,6 +169,14 @@ static void add_step(struct rank_summary *r, const struct trace_event *const *ev
     r->hidden_ms += hid;
     r->exposed_ms += comm - hid;
     r->bubble_ms += fmax(0.0, span - comp - np_exposed);
+    int nst[2];
+    for (int k = 0; k < 2; k++) { /* the strands' unions: buf holds alpha's, cbuf beta's */
+        nst[k] = select_merged(ev, n, is_strand_work, &k, k ? cbuf : buf);
+        r->strand_ms[k] += measure(k ? cbuf : buf, nst[k]);
+    }
+    r->strands |= nst[0] > 0 && nst[1] > 0;
+    r->corun_ms += overlap(buf, nst[0], cbuf, nst[1]);
+    nc = select_merged(ev, n, is_compute, NULL, cbuf); /* cbuf holds compute again */
     static const char *lanes[] = { "comm intra-node", "comm inter-node" };
     for (int l = 0; l < 2; l++) {
         int k = select_merged(ev, n, on_lane, lanes[l], buf);
@@ -215,6 +233,7 @@ int trace_summarize(const struct trace *t, struct rank_summary **out, int *nstep
         rs[r].span_ms /= k, rs[r].compute_ms /= k, rs[r].comm_ms /= k;
         rs[r].hidden_ms /= k, rs[r].exposed_ms /= k, rs[r].bubble_ms /= k;
         rs[r].lane_ms[0] /= k, rs[r].lane_ms[1] /= k;
+        rs[r].strand_ms[0] /= k, rs[r].strand_ms[1] /= k, rs[r].corun_ms /= k;
         for (int i = 0; i < rs[r].nops; i++) {
             rs[r].ops[i].ms /= k, rs[r].ops[i].hidden_ms /= k, rs[r].ops[i].exposed_ms /= k;
         }

@@ -21,6 +21,8 @@ struct rank_summary {
     struct trace_comm ops[TRACE_MAX_OPS];
     int nops;
     double ect_ms, efficiency;      /* Flux's, against a baseline; NAN without one */
+    int strands;                    /* the trace marks strand alpha and beta tasks */
+    double strand_ms[2], corun_ms;  /* each strand at work, both at once (DHelix's co-run) */
 };
 
 /* Summaries of every rank (@p out: t->nranks of them, free()), the number of steps averaged

@@ -9,12 +9,15 @@
 #  - `helix trace summarize`: per rank, hidden + exposed = in flight for every op and for
 #    all, shares in [0, 1]; --json with the documented keys; the trace as its own baseline
 #    gives ECT = the baseline's exposed-or-idle time and overlap efficiency 0;
+#  - the strands' co-run figures on a hand-made two-strand trace, exactly: alpha at work
+#    0-10 and 30-35 ms, beta 5-20 ms and a receive 20-40 ms (waiting, not work): 15, 15,
+#    both 5 ms, 20% of the 25 ms either works;
 #  - `helix trace svg`: an SVG that rsvg-convert renders to a PNG that is not blank;
 #  - bad input (a missing file, a file that is no trace, svg without -o) exits 2 naming it.
 # Nothing here is timed: the checks hold for any speed.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
-plan 10
+plan 11
 M="--preset tiny --train-iters 3 --eval-interval 0 --sample-tokens 0 --zero-stage 3
  --comm-timeout 60"
 # shellcheck disable=SC2086
@@ -81,6 +84,7 @@ for r in d["ranks"]:
     assert abs(r["overlap_efficiency"]) < 1e-9, r["overlap_efficiency"]
     assert abs(r["comm"]["allgather"]["efficiency"]) < 1e-9
     assert abs(r["ect_ms"] - (r["span_ms"] - r["lanes"]["compute"])) < tol
+    assert r["strands"] is None, "strands %s in a run without --strands" % r["strands"]
 print("ranks 0 and 1: all-gather %.2f ms, reduce-scatter %.2f ms per step, %.0f%% hidden" %
       (d["ranks"][0]["comm"]["allgather"]["ms"], d["ranks"][0]["comm"]["reduce_scatter"]["ms"],
        100 * d["ranks"][0]["hidden_share"]))
@@ -89,6 +93,24 @@ rc=$?
 ok "summarize --json: the keys; hidden + exposed = in flight; a trace against itself: E = 0 \
 ($(tail -1 "$TMP/sum.txt"))" \
     "[ $rc -eq 0 ]"
+ev() { # NAME CAT STRAND TS_MS DUR_MS COLLECTIVE: one rank-0 task event of step 0
+    printf '{"name": "%s", "cat": "%s", "ph": "X", "ts": %d, "dur": %d, "pid": 0, "tid": 0, ' \
+        "$1" "$2" $(($4 * 1000)) $(($5 * 1000))
+    printf '"args": {"lane": "%s", "step": 0, "strand": %d, "collective": %d}}' \
+        "$([ "$2" = comm ] && echo 'comm inter-node' || echo compute)" "$3" "$6"
+}
+{
+    printf '{"traceEvents": [\n'
+    ev gemm compute 0 0 10 0; printf ',\n'; ev gemm compute 1 5 15 0; printf ',\n'
+    ev recv comm 1 20 20 1; printf ',\n'; ev allreduce comm 0 30 5 1; printf '\n]}\n'
+} >"$TMP/strands.json"
+run "$HELIX" trace summarize "$TMP/strands.json" --json
+cp "$OUT" "$TMP/strands_sum.json"
+run "$HELIX" trace summarize "$TMP/strands.json"
+ok "summarize a two-strand trace: alpha 15, beta 15, both 5 ms, co-run 20% (json and text)" \
+    'rc_is 0 && out_has "strands    alpha at work 15.00 ms, beta 15.00 ms, both at once 5.00 ms (20.0%" &&
+     grep -q "\"strands\": {\"alpha_ms\": 15, \"beta_ms\": 15, \"corun_ms\": 5, \"corun_share\": 0.2}" \
+        "$TMP/strands_sum.json"'
 run "$HELIX" trace svg "$TMP/z3.json" -o "$TMP/z3.svg"
 ok "svg: exit 0, a file" 'rc_is 0 && [ -s "$TMP/z3.svg" ]'
 rsvg-convert "$TMP/z3.svg" -o "$TMP/z3.png" 2>"$TMP/rsvg.err"
