@@ -148,14 +148,16 @@ int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward)
     return backward ? HX_GROUP_FOLD_B : HX_GROUP_FOLD_F;
 }
 
-/* Metadata of the nodes of micro-batch mb's work: phase, micro-batch, strand (alternating
- * alpha, beta with two strands) */
+/* Metadata of the nodes of micro-batch mb's work: phase, micro-batch, strand (with two
+ * strands, alpha and beta alternate: one by one, or in groups of p in the folded W) */
 void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
 {
     m->g->cur.phase = phase;
     m->g->cur.microbatch = mb;
     m->g->cur.layer = layer;
-    m->g->cur.strand = m->strands ? (mb % 2 ? HX_STRAND_BETA : HX_STRAND_ALPHA) : HX_STRAND_NONE;
+    m->g->cur.strand = !m->strands ? HX_STRAND_NONE
+                      : hx_pipeline_strand(m->par.pipeline_schedule, m->mesh.pp, mb)
+                          ? HX_STRAND_BETA : HX_STRAND_ALPHA;
 }
 
 /* The forward of chunk c of micro-batch mb in three pieces: its input (the embedding, or the

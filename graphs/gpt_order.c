@@ -8,8 +8,9 @@
  * side by side.  An SI block pairs micro-batches of different strands only: never one with
  * itself (its B needs its F's results), and never two of one strand, which share its tp
  * channel, so their collectives would alternate on one token in lock-step and the forward
- * would wait on every step of the backward (the W's turning stage runs F2 next to B0; left
- * unpaired, the W with strands went from 1073 to 988 ms/step on bench/strands.sh's bed).
+ * would wait on every step of the backward.  The folded W comes in DHelix's waves
+ * (graphs/pipeline.c): every B(k) is listed next to F(k + p), of the other strand
+ * (hx_pipeline_strand), its mirror chunk on every stage.
  * Interleaving two independent tasks keeps the step's numbers: their only shared data are
  * the recycled sets, whose reuse StarPU orders.
  * Test: tests/graphs/strands.c (interleaving, strand marks, memory), parity_strands.sh. */
@@ -136,16 +137,21 @@ static void ends(const struct hx_gpt *m, int c, int fwd, int *src, int *dst)
 }
 
 /* A plan's barriers tie the two strands of a block together: each waits for the other's
- * steps.  That is safe only if no input of the block depends on one of its outputs: no
- * stage the block receives from is one it sends to (else, in a plain pipeline, stage s's
- * forward waits for its backward, whose gradient comes from stage s+1, which waits for
- * that very forward's activations: a cycle).  DHelix's W pairs a chunk with its mirror, whose
- * forward and backward travel the same way (papers.md §2.6) and pass; helix's folded order
- * (graphs/pipeline.c) mostly pairs a chunk's forward with the same chunk's backward, which
- * do not (counted in si_uncoupled; `helix train` prints it on the strands line). */
+ * steps.  That is safe only if no input of the block depends on one of its outputs.  In
+ * DHelix's waves (the folded W) F(w) and B(w - p) travel together: both
+ * halves' inputs come from the wave's block one hop earlier and both outputs go to its
+ * block one hop later, so every dependency runs forward in hops and none closes a cycle,
+ * on the turning stage too, which receives from and sends to one stage.  Otherwise (1F1B
+ * with strands) the block is safe when no stage it receives from is one it sends to (else
+ * stage s's forward waits for its backward, whose gradient comes from stage s+1, which
+ * waits for that very forward's activations: a cycle); blocks that fail are counted in
+ * si_uncoupled (`helix train` prints it on the strands line). */
 static int may_couple(const struct hx_gpt *m, const struct hx_pipe_task *b,
                       const struct hx_pipe_task *f)
 {
+    if (m->par.pipeline_schedule == HX_PIPE_FOLD && f->mb == b->mb + m->mesh.pp) {
+        return 1; /* one wave */
+    }
     int fs, fd, bs, bd;
     ends(m, f->chunk, 1, &fs, &fd);
     ends(m, b->chunk, 0, &bs, &bd);
@@ -204,14 +210,16 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
 {
     struct hx_pipe_task *t = malloc(sizeof *t * 4 * (size_t)m->Ml);
     HX_ASSERT(t != NULL, "out of memory");
-    int n = hx_pipeline_tasks(m->par.pipeline_schedule, m->mesh.pp, m->mesh.pp_rank, m->Ml, t);
+    int sched = m->par.pipeline_schedule, p = m->mesh.pp;
+    int n = hx_pipeline_tasks(sched, p, m->mesh.pp_rank, m->Ml, t);
     m->item_first = malloc(sizeof(int) * (size_t)(n + 1));
     HX_ASSERT(m->item_first != NULL, "out of memory");
     m->nitems = 0;
     for (int k = 0; k < n; k++) {
         m->item_first[m->nitems++] = m->g->nnodes;
         int pair = m->strands && k + 1 < n && t[k].fwd != t[k + 1].fwd &&
-                   t[k].mb % 2 != t[k + 1].mb % 2 /* other strands */ &&
+                   hx_pipeline_strand(sched, p, t[k].mb) !=
+                       hx_pipeline_strand(sched, p, t[k + 1].mb) /* other strands */ &&
                    t[t[k].fwd ? k : k + 1].mb != 0;
         if (pair) {
             const struct hx_pipe_task *f = t[k].fwd ? &t[k] : &t[k + 1];

@@ -4,10 +4,20 @@
  *   1F1B (PipeDream-flush, Megatron's non-interleaved schedule): stage s of p first runs
  *     w = min(p-s-1, m) forwards, then alternates F(w+i), B(i) while forwards remain, then
  *     runs the last w backwards.  At most w+1 micro-batches are in flight.
- *   Folded (DHelix's W, papers.md §2.6): the order a list schedule of unit-cost virtual
- *     stages produces (backward first, oldest first, at most 2p micro-batches in flight).  Any timing of the real run can follow it: the simulated schedule is
- *     a witness that the stage orders, the data dependencies and each channel's
- *     first-in-first-out order (micro-batches in order on both ends) form no cycle.
+ *   Folded (DHelix's W, papers.md §2.6), by DHelix's injection rule: wave w starts at hop
+ *     2w and carries F(w) (w < m) together with B(w - p) (w >= p); at hop 2w + h its
+ *     forward is at virtual stage h and its backward at the mirror 2p-1-h, which is on the
+ *     same stage.  So the first p waves are forwards only (warm-up), then every stage runs
+ *     one (B, F) pair per hop, a chunk's backward and its mirror's forward, whose inputs
+ *     come from one stage and outputs go to one stage (steady), and the last p waves are
+ *     backwards only (cool-down).  A stage is at hops s and 2p-1-s of a wave (one even, one
+ *     odd; the turn's two at once), so waves 2 hops apart never meet on a stage, and the
+ *     hops are a timing every stage's order follows: a witness that the stage orders, the
+ *     data dependencies and each channel's first-in-first-out order (micro-batches in order
+ *     on both ends) form no cycle.  B(k) runs 2p hops after F(k) started, when its forward
+ *     is done; at most 2p micro-batches are in flight.  With two strands each (B, F) pair
+ *     becomes an SI block (graphs/gpt_order.c): F(w) and B(w - p) must be of different
+ *     strands, so micro-batches alternate in groups of p (hx_pipeline_strand).
  * Test: tests/graphs/pipeline.c (orders, in-flight counts, bubbles), tests/mpi/parity_pp*.sh. */
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +77,7 @@ static void plain_order(int schedule, int p, int s, int m, int *order)
     }
 }
 
-/* ---- a list-schedule simulator over virtual stages ---- */
+/* ---- replaying stage orders over virtual stages (hx_pipeline_makespan) ---- */
 
 struct sim {
     int schedule, p, m, V;
@@ -123,95 +133,47 @@ static double sim_run(struct sim *S, int s, const struct hx_pipe_task *t, double
     return end;
 }
 
-/* The folded order: a greedy list schedule (B first, oldest first; a new micro-batch only
- * while fewer than 2p are in flight on the stage), simulated stage by stage. */
-static void fold_orders(struct sim *S, struct hx_pipe_task **orders, int *counts)
+int hx_pipeline_strand(int schedule, int p, int mb)
 {
-    int p = S->p, m = S->m;
-    double *free_at = calloc((size_t)p, sizeof(double));
-    char *done = calloc((size_t)p * 4 * m, 1); /* [s][fwd][chunk][mb] */
-    HX_ASSERT(free_at && done, "out of memory");
-    int total = 0, want = 0;
-    for (int s = 0; s < p; s++) {
-        counts[s] = 0;
-        want += 2 * m * S->nch[s];
-    }
-    for (double t = 0; total < want; t += 1.0) {
-        for (int s = 0; s < p; s++) {
-            if (free_at[s] > t) {
-                continue;
-            }
-            int live = 0;
-            for (int j = 0; j < m; j++) { /* first chunk's F started, its B not finished */
-                double b = S->fb[(size_t)j * S->V + S->first[s][0]];
-                live += done[((size_t)s * 4 + 2) * m + j] && !(b >= 0 && b <= t);
-            }
-            /* backwards first, then forwards; oldest micro-batch first; a stage injects a
-             * new micro-batch only while it keeps fewer than 2p in flight (measured with
-             * hx_pipeline_makespan: the bubble is then at most 1F1B's for p 2 and 4,
-             * m 2..16; a cap of 2(p-s) leaves stage 0 idle while the W drains) */
-            struct hx_pipe_task best = { -1, -1, -1 };
-            for (int fwd = 0; fwd <= 1 && best.fwd < 0; fwd++) {
-                for (int j = 0; j < m && best.fwd < 0; j++) {
-                    for (int c = S->nch[s] - 1; c >= 0 && best.fwd < 0; c--) {
-                        struct hx_pipe_task cand = { fwd, j, c };
-                        char *d = &done[((size_t)s * 4 + fwd * 2 + c) * m + j];
-                        double r = *d ? -1 : sim_ready(S, s, &cand);
-                        int inject = fwd && c == 0;
-                        if (r >= 0 && r <= t && (!inject || live < 2 * p)) {
-                            best = cand;
-                        }
-                    }
+    return (schedule == HX_PIPE_FOLD ? mb / p : mb) % 2;
+}
+
+/* The folded W by waves (top of the file): stage @p s's tasks by hop, a hop's B before its
+ * F (with strands the pair becomes an SI block, graphs/gpt_order.c). */
+static int wave_order(int p, int s, int m, struct hx_pipe_task *out)
+{
+    int first[2], len[2], nch = hx_pipeline_chunks(HX_PIPE_FOLD, p, s, first, len), n = 0;
+    for (int hop = 0; hop < 2 * (m + p) + 2 * p; hop++) {
+        for (int bwd = 1; bwd >= 0; bwd--) {
+            for (int c = 0; c < nch; c++) {
+                /* the wave's hop at the chunk's entry: F enters at its first virtual
+                 * stage v (hop v), B at its last v (hop 2p-1-v) */
+                int h = bwd ? 2 * p - 1 - (first[c] + len[c] - 1) : first[c];
+                int w = (hop - h) / 2, mb = bwd ? w - p : w;
+                if (hop >= h && (hop - h) % 2 == 0 && mb >= 0 && mb < m) {
+                    out[n++] = (struct hx_pipe_task){ !bwd, mb, c };
                 }
             }
-            if (best.fwd < 0) {
-                continue;
-            }
-            done[((size_t)s * 4 + best.fwd * 2 + best.chunk) * m + best.mb] = 1;
-            orders[s][counts[s]++] = best;
-            free_at[s] = sim_run(S, s, &best, t);
-            total++;
         }
-        HX_ASSERT(t < 1e7, "folded schedule of p %d m %d does not finish", p, m);
     }
-    free(free_at);
-    free(done);
+    return n;
 }
 
 int hx_pipeline_tasks(int schedule, int p, int s, int m, struct hx_pipe_task *out)
 {
-    if (schedule != HX_PIPE_FOLD) {
-        int *order = malloc(sizeof(int) * 2 * (size_t)m);
-        HX_ASSERT(order != NULL, "out of memory");
-        plain_order(schedule, p, s, m, order);
-        for (int k = 0; k < 2 * m; k++) {
-            out[k].fwd = order[k] >= 0;
-            out[k].mb = order[k] >= 0 ? order[k] : -1 - order[k];
-            out[k].chunk = 0;
-        }
-        free(order);
-        return 2 * m;
+    if (schedule == HX_PIPE_FOLD) {
+        return wave_order(p, s, m, out);
     }
-    struct sim S;
-    HX_ASSERT(sim_init(&S, schedule, p, m, 1.0, 2.0), "pipeline of %d stages, %d micro-batches",
-              p, m);
-    struct hx_pipe_task **orders = malloc(sizeof *orders * (size_t)p);
-    int *counts = malloc(sizeof(int) * (size_t)p);
-    HX_ASSERT(orders && counts, "out of memory");
-    for (int k = 0; k < p; k++) {
-        orders[k] = malloc(sizeof(struct hx_pipe_task) * 4 * (size_t)m);
-        HX_ASSERT(orders[k] != NULL, "out of memory");
+    int *order = malloc(sizeof(int) * 2 * (size_t)m);
+    HX_ASSERT(order != NULL, "out of memory");
+    plain_order(schedule, p, s, m, order);
+    for (int k = 0; k < 2 * m; k++) {
+        out[k].fwd = order[k] >= 0;
+        out[k].mb = order[k] >= 0 ? order[k] : -1 - order[k];
+        out[k].chunk = 0;
     }
-    fold_orders(&S, orders, counts);
-    int n = counts[s];
-    memcpy(out, orders[s], sizeof(struct hx_pipe_task) * (size_t)n);
-    for (int k = 0; k < p; k++) {
-        free(orders[k]);
-    }
-    free(orders);
-    free(counts);
-    sim_free(&S);
-    return n;
+    free(order);
+    return 2 * m;
 }
 
 int hx_pipeline_in_flight(int schedule, int p, int s, int m)

@@ -38,11 +38,15 @@ int hx_pipeline_chunks(int schedule, int p, int s, int first[2], int len[2]);
 
 /** Stage @p s's tasks for @p m micro-batches in execution order into @p out (room for
  *  4 @p m); returns their count (2 m per chunk).  1F1B: p-s-1 warm-up forwards, then F and B
- *  alternate, then the last backwards.  GPipe: all F, then all B.  Folded: the order of a
- *  list schedule of the W (unit-cost virtual stages, backward twice a forward; a free stage
- *  runs a ready B first, then the oldest ready F, injecting a new micro-batch only while it
- *  keeps fewer than 2p in flight). */
+ *  alternate, then the last backwards.  GPipe: all F, then all B.  Folded: DHelix's
+ *  injection rule, wave w pairing F(w) with B(w-p) on every stage it passes
+ *  (graphs/pipeline.c); each such B is listed right before its F. */
 int hx_pipeline_tasks(int schedule, int p, int s, int m, struct hx_pipe_task *out);
+
+/** The strand (0 alpha, 1 beta) of micro-batch @p mb when two strands run: folded,
+ *  micro-batches alternate in groups of p (wave w pairs F(w) with B(w-p), which must be of
+ *  different strands); otherwise one by one. */
+int hx_pipeline_strand(int schedule, int p, int mb);
 
 /** Most micro-batches stage @p s holds activations for at once (from its first chunk's F to
  *  its first chunk's B). */

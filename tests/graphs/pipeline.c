@@ -5,6 +5,9 @@
  *  - 1F1B keeps at most min(p - s, m) micro-batches in flight on stage s, GPipe m;
  *  - with unit forwards and backwards of twice the cost, both leave the bubble
  *    (p-1)/(m+p-1) of the schedule;
+ *  - the folded W (DHelix's waves): on every stage each B(k) with k + p < m listed right
+ *    before F(k + p), of the other strand (an SI block with --strands); forwards only
+ *    before the first B, backwards only after the last F;
  *  - a stage's graph holds only its layers, and as many activation sets as micro-batches
  *    in flight (built for rank 0 and 1 of a pp=2 mesh, never run). */
 #include <math.h>
@@ -25,7 +28,8 @@ static int order_ok(int sched, int p, int s, int m)
 {
     struct hx_pipe_task *t = malloc(sizeof *t * 4 * (size_t)m);
     int first[2], len[2], nch = hx_pipeline_chunks(sched, p, s, first, len);
-    int nf[2] = { 0 }, nb[2] = { 0 }, n = t != NULL ? hx_pipeline_tasks(sched, p, s, m, t) : 0;
+    int nf[2] = { 0 }, nb[2] = { 0 };
+    int n = t != NULL ? hx_pipeline_tasks(sched, p, s, m, t) : 0;
     int ok = n == 2 * m * nch;
     for (int k = 0; ok && k < n; k++) {
         int c = t[k].chunk, j = t[k].mb;
@@ -37,6 +41,32 @@ static int order_ok(int sched, int p, int s, int m)
             nb[c]++;
         }
     }
+    free(t);
+    return ok;
+}
+
+/* The waves' SI blocks on stage @p s: each B(k) with k + p < m right before F(k + p) of the
+ * other strand, and no B before the first F ends the warm-up or F after the last B... */
+static int waves_ok(int p, int s, int m)
+{
+    struct hx_pipe_task *t = malloc(sizeof *t * 4 * (size_t)m);
+    int n = t != NULL ? hx_pipeline_tasks(HX_PIPE_FOLD, p, s, m, t) : 0, ok = n > 0;
+    int pairs = 0, first_b = n, last_f = -1;
+    for (int k = 0; ok && k < n; k++) {
+        if (!t[k].fwd && t[k].mb + p < m) {
+            const struct hx_pipe_task *f = k + 1 < n ? &t[k + 1] : NULL;
+            ok = f != NULL && f->fwd && f->mb == t[k].mb + p &&
+                 hx_pipeline_strand(HX_PIPE_FOLD, p, f->mb) !=
+                     hx_pipeline_strand(HX_PIPE_FOLD, p, t[k].mb);
+            pairs++;
+        }
+        first_b = !t[k].fwd && k < first_b ? k : first_b;
+        last_f = t[k].fwd ? k : last_f;
+    }
+    int nch = n / (2 * m > 0 ? 2 * m : 1);
+    /* warm-up: p forwards of chunk 0 at least; cool-down: backwards only */
+    ok = ok && pairs == nch * (m > p ? m - p : 0) && first_b >= (m < p ? m : p) &&
+         last_f < n - 1;
     free(t);
     return ok;
 }
@@ -58,12 +88,15 @@ static int layer_acts(hx_graph_t g, int l)
 int main(void)
 {
     static const int ps[] = { 1, 2, 4 }, ms[] = { 1, 2, 4, 8 };
-    tap_plan(4 + 2 + 4 + 3);
-    int orders = 1, flight = 1, bubble = 1, fold_worse = 0;
+    tap_plan(4 + 3 + 4 + 3);
+    int orders = 1, flight = 1, bubble = 1, fold_worse = 0, waves = 1;
     double worst = 0;
     for (int a = 0; a < 3; a++) {
         for (int b = 0; b < 4; b++) {
             int p = ps[a], m = ms[b];
+            for (int s = 0; s < p; s++) { /* the folded W's waves */
+                waves &= waves_ok(p, s, m);
+            }
             for (int sched = HX_PIPE_1F1B; sched <= HX_PIPE_FOLD; sched++) {
                 for (int s = 0; s < p; s++) {
                     orders &= order_ok(sched, p, s, m);
@@ -89,6 +122,8 @@ int main(void)
            "folded");
     tap_ok(!fold_worse, "the folded W's bubble is at most 1F1B's (p-1)/(m+p-1)");
     tap_ok(bubble, "bubble fraction (p-1)/(m+p-1) for both (worst difference %.2g)", worst);
+    tap_ok(waves, "folded W (waves): each B(k) right before F(k+p), of the other strand, "
+           "forwards only first and backwards only last (p 1, 2, 4; m 1, 2, 4, 8)");
     tap_ok(hx_pipeline_schedule_parse("1f1b") == HX_PIPE_1F1B &&
                hx_pipeline_schedule_parse("gpipe") == HX_PIPE_GPIPE &&
                hx_pipeline_schedule_parse("fold") == HX_PIPE_FOLD &&

@@ -2,7 +2,7 @@
 /* tests/graphs/strands.c: two strands (DHelix, --strands) as graph structure, built without
  * running (serial, stage 0 of a pp=2 1F1B pipeline, stages 0 and 1 of a folded one):
  *  - every node of a micro-batch carries its strand: alpha for even micro-batches, beta for
- *    odd ones (none without strands);
+ *    odd ones, or in the folded W by groups of p (hx_pipeline_strand; none without strands);
  *  - SI blocks: a forward node of micro-batch j+1 sits between backward nodes of j, so a
  *    scheduler finds them ready side by side; the two are always of different strands (two
  *    of one strand would share its tp channel and run their collectives in lock-step);
@@ -54,7 +54,8 @@ static int build(int strands, int pp, int rank, int L, int sched, struct shape *
         if (n->phase == HX_PHASE_OPTIMIZER) { /* zeroing the accumulators: no micro-batch */
             continue;
         }
-        int want = !strands ? HX_STRAND_NONE : n->microbatch % 2 ? HX_STRAND_BETA
+        int want = !strands ? HX_STRAND_NONE
+                   : hx_pipeline_strand(sched, pp, n->microbatch) ? HX_STRAND_BETA
                                                                   : HX_STRAND_ALPHA;
         s->marks_ok &= n->strand == want;
     }
@@ -69,7 +70,7 @@ static int build(int strands, int pp, int rank, int L, int sched, struct shape *
             const struct hx_node *n = &g->nodes[k];
             if (is_fwd(n) && n->microbatch != b1->microbatch && n->layer >= 0) {
                 saw_f = 1;
-                same |= n->microbatch % 2 == b1->microbatch % 2;
+                same |= n->strand == b1->strand;
             } else if (!is_fwd(n) && n->microbatch == b1->microbatch &&
                        n->layer == b1->layer - 1) { /* same chunk */
                 s->interleaved |= saw_f;
@@ -100,7 +101,7 @@ int main(void)
         int ok = build(0, cases[k].pp, cases[k].rank, cases[k].L, cases[k].sched, &one) &&
                  build(1, cases[k].pp, cases[k].rank, cases[k].L, cases[k].sched, &two);
         tap_ok(ok && one.marks_ok && two.marks_ok, "%s: nodes carry no strand alone, alpha/beta "
-               "by micro-batch parity with strands", cases[k].name);
+               "by micro-batch (hx_pipeline_strand) with strands", cases[k].name);
         tap_ok(ok && two.interleaved && !two.same_strand, "%s: with strands a forward of one "
                "micro-batch sits between the backward nodes of another, always of the other "
                "strand", cases[k].name);
