@@ -169,14 +169,6 @@ static void add_step(struct rank_summary *r, const struct trace_event *const *ev
     r->hidden_ms += hid;
     r->exposed_ms += comm - hid;
     r->bubble_ms += fmax(0.0, span - comp - np_exposed);
-    int nst[2];
-    for (int k = 0; k < 2; k++) { /* the strands' unions: buf holds alpha's, cbuf beta's */
-        nst[k] = select_merged(ev, n, is_strand_work, &k, k ? cbuf : buf);
-        r->strand_ms[k] += measure(k ? cbuf : buf, nst[k]);
-    }
-    r->strands |= nst[0] > 0 && nst[1] > 0;
-    r->corun_ms += overlap(buf, nst[0], cbuf, nst[1]);
-    nc = select_merged(ev, n, is_compute, NULL, cbuf); /* cbuf holds compute again */
     static const char *lanes[] = { "comm intra-node", "comm inter-node" };
     for (int l = 0; l < 2; l++) {
         int k = select_merged(ev, n, on_lane, lanes[l], buf);
@@ -199,6 +191,13 @@ static void add_step(struct rank_summary *r, const struct trace_event *const *ev
             c->exposed_ms += t - h;
         }
     }
+    int nst[2]; /* last: the strands' unions take both buffers (alpha buf, beta cbuf) */
+    for (int k = 0; k < 2; k++) {
+        nst[k] = select_merged(ev, n, is_strand_work, &k, k ? cbuf : buf);
+        r->strand_ms[k] += measure(k ? cbuf : buf, nst[k]);
+    }
+    r->strands |= nst[0] > 0 && nst[1] > 0;
+    r->corun_ms += overlap(buf, nst[0], cbuf, nst[1]);
 }
 
 int trace_summarize(const struct trace *t, struct rank_summary **out, int *nsteps_out,
