@@ -84,8 +84,8 @@ STARPU_NCPU=$(nproc) "$helix" "${common[@]}" --log-json "$out/a.json" >"$out/a.l
     fail "the serial run failed (log: $out/a.log)"
 # The table is measured on the runs' 4 ranks, as tp 2 x dp 2: both tp pairs cross the link
 # and share the cores at once, as the two stages do in the runs.  Profiled on one tp pair
-# alone (2 ranks) a layer pair measured 7.2 ms sequential against 11.8 ms here, and the
-# runs' chunk passes take the latter's time.
+# alone (2 ranks) a layer pair measured 7.2 ms sequential against 10.6-11.8 ms here, and
+# the runs' chunk passes take the latter's time.
 echo "strands: profile-overlap on the bed (4 ranks: tp 2 across the link, x2)"
 bed profile 4 profile-overlap "${model[@]}" --num-micro-batches 8 --layer $((L / 2)) \
     --tensor-model-parallel-size 2 --ranks-per-node 1 --repeats 5 --out "$out/overlap.json"
@@ -128,6 +128,7 @@ def corun(name):  # per rank: of the time some strand works, the share both do
 a = steps("a")
 names = {"b": "1F1B", "c": "Wavelet+ (W, round-robin strands)", "e": "folded W alone",
          "d": "hx-strand (W + strands + plan)"}
+short = {"b": "1F1B", "c": "Wavelet+", "e": "W alone", "d": "hx-strand"}
 ms, hid, ok, worst = {}, {}, True, 0.0
 per_round = {}  # k -> each round's median: the spread between rounds is the machine's noise
 for k in "bced":
@@ -160,15 +161,13 @@ print("strands co-run, per rank (both at work / either at work, round 1): Wavele
       "hx-strand %s" % tuple(" ".join("%.0f%%" % (100 * x) for x in corun(k + "1")) for k in "cd"))
 if rounds > 1:
     print("per round (median ms/step)        : " + "; ".join(
-        "%s %s" % (("1F1B", "Wavelet+", "W alone", "hx-strand")["bced".index(k)],
-                   " ".join("%.1f" % v for v in per_round[k])) for k in "bced"))
+        "%s %s" % (short[k], " ".join("%.1f" % v for v in per_round[k])) for k in "bced"))
     for k in "bc":  # paired by round: the rounds share the machine's moods, so the ratio
         # of one round's medians is steadier than the ratio of the pooled medians
         q = [x / d for x, d in zip(per_round[k], per_round["d"]) if d > 0]
         print("per round %-8s / hx-strand    : %s; geometric mean %.3f, hx-strand shorter in "
-              "%d of %d rounds" % (("1F1B", "Wavelet+")["bc".index(k)],
-                                   " ".join("%.3f" % x for x in q), statistics.geometric_mean(q),
-                                   sum(x > 1 for x in q), len(q)))
+              "%d of %d rounds" % (short[k], " ".join("%.3f" % x for x in q),
+                                   statistics.geometric_mean(q), sum(x > 1 for x in q), len(q)))
 print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
 print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
 print("ratio W alone / hx-strand         : %8.3f (what strands and plan add to the W)"
