@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/schedulers/strand_plan.c: the pairing planner (helix/plan.h) against independent
  * answers, with no timing:
- *  - the two-lane step simulation on hand-computed cases;
+ *  - the two-lane step simulation on hand-computed cases, one with own times below solo
+ *    (the profile's noise), which must not run an op faster than alone;
  *  - on small random DAGs (3-6 ops a side, seeded) with random overlap tables, the search's
  *    makespan equals a brute force over every pair of topological orders and every way to
  *    cut both into steps (co-run segments bounded as the DP bounds them), and the candidate
@@ -181,6 +182,13 @@ static void check_hand_cases(void)
     tap_ok(close_to(t, 5.0), "two forward ops against one: %.6f ms (by hand 5)", t);
     t = hx_strand_step_time(&c, f01, 2, b0, 0);
     tap_ok(close_to(t, 2.0), "one side empty: the other's solo sum %.6f (2)", t);
+    /* noise: x (1 ms) with a 1 us y measured own 0.8 and 0.001, below x's solo median.  The
+     * uncapped rate of x while y runs, (1 - 0.799) / 0.001 = 201, "did" 0.2 ms of x in 1 us
+     * and ended the pair at 0.8; capped at solo speed, x still needs its 1 ms */
+    c.f_solo[0] = 1, c.b_solo[0] = 0.001, c.a_ms[0] = 0.8, c.b_ms[0] = 0.001;
+    t = hx_strand_step_time(&c, f0, 1, b0, 1);
+    tap_ok(close_to(t, 1.0), "own times below solo (noise) never beat solo speed: %.6f ms (1)",
+           t);
     hx_strand_costs_free(&c);
 }
 
@@ -530,7 +538,7 @@ static void check_gpt_lists(void)
 
 int main(void)
 {
-    tap_plan(3 + 3 + 4 + 6);
+    tap_plan(4 + 3 + 4 + 6);
     check_hand_cases();
     check_brute_force();
     check_bounds();
