@@ -21,7 +21,9 @@
 # collective was in flight while a compute task ran, over the time some collective was in
 # flight; a pipeline's receive is in flight from its post); how much the two strands
 # co-ran (per rank, the time both strands' tasks ran over the time either's did); the
-# plan's predicted saving against the measured one; and the parity check.
+# plan's predicted saving against the measured one, and each plan step's predicted time
+# against its measured one on rank 0 (with the wait at the barrier before it); and the
+# parity check.
 #
 #   bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR
 # Model: HX_ST_LAYERS (12) HX_ST_HIDDEN (256) HX_ST_HEADS (8) HX_ST_SEQ (64) HX_ST_MBS (2)
@@ -176,6 +178,34 @@ print("plan: one layer pair %.3f ms predicted against %.3f ms sequential; applie
       "pairs on rank 0: predicted saving %.1f ms/step; measured: %.1f ms/step against the W "
       "alone" % (plan["predicted_ms"], plan["sequential_ms"], pairs[1], pairs[0], saved,
                  ms["e"] - ms["d"]))
+# The plan step by step on rank 0 (round 1's trace): a step runs from its first task's
+# start to its last task's end; the wait before it is from the previous step's last end to
+# its first start (the barrier's own latency).  Medians over the planned layer pairs.
+spans = {}  # (step, block) -> {segment: [start, end]}
+for e in json.load(open(os.path.join(out, "d1.trace")))["traceEvents"]:
+    x = e.get("args", {})
+    if e.get("ph") == "X" and x.get("rank") == 0 and x.get("block", -1) >= 0 and x["step"] >= 1:
+        s = spans.setdefault((x["step"], x["block"]), {}).setdefault(x["segment"], [math.inf, -math.inf])
+        s[0], s[1] = min(s[0], e["ts"]), max(s[1], e["ts"] + e["dur"])
+took, wait, whole = {}, {}, []
+for segs in spans.values():
+    if sorted(segs) != list(range(len(plan["steps"]))):
+        continue
+    for k in segs:
+        took.setdefault(k, []).append((segs[k][1] - segs[k][0]) / 1000)
+        if k > 0:
+            wait.setdefault(k, []).append((segs[k][0] - segs[k - 1][1]) / 1000)
+    whole.append((segs[len(segs) - 1][1] - segs[0][0]) / 1000)
+if whole:
+    print("plan steps on rank 0 (round 1, medians over %d layer pairs): predicted / measured ms, "
+          "wait at the barrier before it" % len(whole))
+    for k, st in enumerate(plan["steps"]):
+        print("  step %2d (%-7s): %7.3f / %7.3f%s" % (
+            k + 1, "co-run" if st["forward"] and st["backward"] else "alone",
+            st["predicted_ms"], statistics.median(took[k]),
+            "; %.3f" % statistics.median(wait[k]) if k in wait else ""))
+    print("  layer pair       : %7.3f / %7.3f (first start to last end)"
+          % (plan["predicted_ms"], statistics.median(whole)))
 print("parity (loss per step vs serial, rel. error <= 1e-05): worst %.2e over %d steps: %s"
       % (worst, len(a), "PASS" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
