@@ -13,12 +13,13 @@
  * per rank ("rank R (host)"), one thread per compute worker ("compute w<k>") and one per
  * communication channel on its lane ("comm inter-node: tp"): a channel runs its collectives
  * one at a time (its token), so no two events of a thread overlap.  Clocks: each rank's
- * StarPU clock starts at its own starpu_init; after a barrier every rank reads its clock,
- * and rank 0's reading minus the rank's own is added to the rank's times, which puts every
- * rank on rank 0's clock up to the barrier's exit skew (tens of µs on one host).
+ * StarPU clock starts at its own starpu_init, so each rank's times are shifted onto rank
+ * 0's clock (clock_shift: Cristian's algorithm), and the file's otherData gives the bound
+ * on that shift's error ("clock_error_us").
  * Test: tests/cli/trace.sh, tests/mpi/trace.sh. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -204,13 +205,47 @@ static void write_rank(FILE *f, int rank, double shift_us)
     }
 }
 
-/* Rank 0's clock minus ours, read right after a barrier. */
-static double clock_shift(MPI_Comm comm)
+/* Rank 0's clock minus ours, by Cristian's algorithm.  Rank 0 asks each rank for its
+ * clock PINGS times; the reply t to the request sent at t0 and answered at t1 (rank 0's
+ * clock) was read at (t0 + t1) / 2 on rank 0's clock, within half the round trip, and the
+ * shortest round trip gives the tightest bound: at rank 0, @p error_us receives the largest
+ * such bound over the ranks.  (Reading every clock right after an MPI_Barrier assumed all
+ * ranks leave it at once: on scripts/netbed's two nodes they left up to 8 ms apart, and in
+ * bench/strands.sh's merged traces most tp all-reduces ended on one rank before the other
+ * had posted them, 2026-11-25.) */
+#define PINGS 16
+#define PING_TAG 7
+static double clock_shift(MPI_Comm comm, double *error_us)
 {
-    MPI_Barrier(comm);
-    double mine = starpu_timing_now(), root = mine;
-    MPI_Bcast(&root, 1, MPI_DOUBLE, 0, comm);
-    return root - mine;
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    double shift = 0.0;
+    *error_us = 0.0;
+    if (rank != 0) {
+        for (int k = 0; k < PINGS; k++) {
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, PING_TAG, comm, MPI_STATUS_IGNORE);
+            double t = starpu_timing_now();
+            MPI_Send(&t, 1, MPI_DOUBLE, 0, PING_TAG, comm);
+        }
+        MPI_Recv(&shift, 1, MPI_DOUBLE, 0, PING_TAG, comm, MPI_STATUS_IGNORE);
+        return shift;
+    }
+    for (int r = 1; r < size; r++) {
+        double best = INFINITY, s = 0.0;
+        for (int k = 0; k < PINGS; k++) {
+            double t0 = starpu_timing_now(), t;
+            MPI_Send(NULL, 0, MPI_BYTE, r, PING_TAG, comm);
+            MPI_Recv(&t, 1, MPI_DOUBLE, r, PING_TAG, comm, MPI_STATUS_IGNORE);
+            double t1 = starpu_timing_now();
+            if (t1 - t0 < best) {
+                best = t1 - t0, s = (t0 + t1) / 2 - t;
+            }
+        }
+        MPI_Send(&s, 1, MPI_DOUBLE, r, PING_TAG, comm);
+        *error_us = fmax(*error_us, best / 2);
+    }
+    return shift;
 }
 
 /* Every rank's text at rank 0: @p all receives the concatenation (rank order), NULL
@@ -263,7 +298,7 @@ int hx_trace_write(const char *path)
         MPI_Comm_size(comm, &size);
         MPI_Comm_rank(comm, &rank);
     }
-    double shift = size > 1 ? clock_shift(comm) : 0.0;
+    double clock_error = 0.0, shift = size > 1 ? clock_shift(comm, &clock_error) : 0.0;
     char *mine = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&mine, &len);
@@ -292,7 +327,8 @@ int hx_trace_write(const char *path)
                          strerror(errno));
         } else {
             fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"ranks\": %d, "
-                    "\"generator\": \"helix\"}, \"traceEvents\": [\n", size);
+                    "\"generator\": \"helix\", \"clock_error_us\": %.1f}, \"traceEvents\": [\n",
+                    size, clock_error);
             /* every line ends in ",\n" (write_rank): drop the last comma */
             size_t body = total >= 2 && all[total - 2] == ',' ? total - 2 : total;
             fwrite(all, 1, body, f);

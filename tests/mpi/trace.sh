@@ -5,7 +5,8 @@
 #    a named thread per compute worker and per channel, every task event on its rank, comm
 #    events on a comm lane with bytes > 0, GEMMs with flops > 0, the parameter all-gathers
 #    and gradient reduce-scatters of ZeRO-3 present on both ranks, no two events of one
-#    thread overlapping;
+#    thread overlapping; one clock: no collective ends on one rank before the other rank
+#    posted it, up to the clock bound the file states (otherData.clock_error_us);
 #  - `helix trace summarize`: per rank, hidden + exposed = in flight for every op and for
 #    all, shares in [0, 1]; --json with the documented keys; the trace as its own baseline
 #    gives ECT = the baseline's exposed-or-idle time and overlap efficiency 0;
@@ -53,7 +54,22 @@ for key in threads:
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in x if (e["pid"], e["tid"]) == key)
     for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
         assert b0 >= a1 - 1e-3, "overlap on %s: %s %s" % (threads[key], (a0, a1), (b0, b1))
-print("%d events, %d threads, %d collectives" % (len(x), len(threads), len(comm)))
+# one clock: a collective cannot end on one rank before the other has posted it (its end
+# is when MPI completed, its start the codelet's, before the post), up to the shift's bound
+err = d["otherData"]["clock_error_us"]
+assert 0 <= err < 1e6, "clock_error_us %s" % err
+both = {}
+for e in comm:
+    both.setdefault((e["name"], e["args"]["step"], e["args"]["node"]), {})[e["pid"]] = e
+late = 0
+for k, v in both.items():
+    if len(v) == 2:
+        late = max(late, v[1]["ts"] - (v[0]["ts"] + v[0]["dur"]),
+                   v[0]["ts"] - (v[1]["ts"] + v[1]["dur"]))
+assert late <= err + 1, "a collective ended %.1f us before the other rank posted it " \
+    "(clock bound %.1f us)" % (late, err)
+print("%d events, %d threads, %d collectives, clocks within %.1f us" % (len(x), len(threads),
+                                                                       len(comm), err))
 PY
 rc=$?
 ok "valid Chrome trace: a process per rank, named lanes, bytes and flops \
