@@ -93,7 +93,8 @@ double hx_strand_step_time(const struct hx_strand_costs *c, const int *f, int nf
         }
         double rx, ry;
         pair_rates(c, f[i], b[j], &rx, &ry);
-        double tx = wx / rx, ty = ry > 0 ? wy / ry : INFINITY; /* rx > 0: see pair_rates */
+        /* one rate may be 0 (pair_rates), never both: the other side's op ends first */
+        double tx = rx > 0 ? wx / rx : INFINITY, ty = ry > 0 ? wy / ry : INFINITY;
         if (tx <= ty) {
             t += tx;
             wy -= ry * tx;
