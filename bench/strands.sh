@@ -15,6 +15,7 @@
 #       what is the strands' and the plan's.
 # Reported: each run's median step time (all rounds' steps pooled); with --rounds > 1 also
 # each round's median and the per-round ratios (b)/(d) and (c)/(d), their geometric mean
+# with its 95% confidence interval (Student's t on the log ratios; "level" when it holds 1)
 # and the rounds hx-strand won (rounds move by up to 10% with the machine's noise, so a
 # verdict takes ~10 rounds); the ratios of the pooled medians; the share of communication
 # time that overlapped compute on rank 0 (`helix trace summarize` of the --trace: time some
@@ -113,6 +114,18 @@ done
 python3 - "$out" "$rounds" <<'EOF'
 import json, math, os, re, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
+# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96+)
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+def ratio_ci(q):  # geometric mean of per-round ratios and its 95% interval (t on the logs)
+    lq = [math.log(x) for x in q]
+    m = statistics.mean(lq)
+    if len(lq) < 2:
+        return math.exp(m), None
+    t = T95[len(lq) - 2] if len(lq) - 1 <= len(T95) else 1.96 + 2.5 / (len(lq) - 1)
+    h = t * statistics.stdev(lq) / math.sqrt(len(lq))
+    return math.exp(m), (math.exp(m - h), math.exp(m + h))
 def steps(name):
     recs = {}
     for line in open(os.path.join(out, name + ".json")):
@@ -167,9 +180,13 @@ if rounds > 1:
     for k in "bc":  # paired by round: the rounds share the machine's moods, so the ratio
         # of one round's medians is steadier than the ratio of the pooled medians
         q = [x / d for x, d in zip(per_round[k], per_round["d"]) if d > 0]
-        print("per round %-8s / hx-strand    : %s; geometric mean %.3f, hx-strand shorter in "
-              "%d of %d rounds" % (short[k], " ".join("%.3f" % x for x in q),
-                                   statistics.geometric_mean(q), sum(x > 1 for x in q), len(q)))
+        gm, ci = ratio_ci(q)
+        verdict = ("" if ci is None else "; hx-strand faster" if ci[0] > 1 else
+                   "; hx-strand slower" if ci[1] < 1 else "; level (the interval holds 1)")
+        print("per round %-8s / hx-strand    : %s; geometric mean %.3f%s, hx-strand shorter in "
+              "%d of %d rounds%s" % (short[k], " ".join("%.3f" % x for x in q), gm,
+                                     "" if ci is None else " (95%% CI %.3f-%.3f)" % ci,
+                                     sum(x > 1 for x in q), len(q), verdict))
 print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
 print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
 print("ratio W alone / hx-strand         : %8.3f (what strands and plan add to the W)"
