@@ -62,8 +62,9 @@ static int choose_workers(const struct hx_runtime_opts *o, int *workers)
                       STARPU_MAXCPUS);
     }
     if (n > hx_ncores()) {
-        hx_warn("%d CPU workers on %d cores: StarPU's idle workers spin, so oversubscribed cores "
-                "slow every task; use --workers %d or fewer", n, hx_ncores(), hx_ncores());
+        hx_warn("%d CPU workers on %d cores: busy workers share the cores (and StarPU's own "
+                "policies spin idle ones), which slows every task; use --workers %d or fewer",
+                n, hx_ncores(), hx_ncores());
     }
     *workers = n;
     return HX_OK;
