@@ -14,6 +14,10 @@
 #   OMPI_MCA_mpi_yield_when_idle=1  ranks waiting in MPI give their core away
 # stdin is /dev/null: under `timeout` mpirun is not in the terminal's foreground process
 # group, and reading the terminal to forward it to rank 0 would stop it (SIGTTIN).
+# --mca orte_tmpdir_base: each test's own directory ($TMP of tests/cli/lib.sh) for Open
+# MPI's session directory: make check -jN starts jobs at once, and Open MPI 4.1 races on the
+# shared /tmp/ompi.HOST.UID (one job removes it while another creates its own below it:
+# "orte_session_dir failed", open-mpi/ompi#8510; seen once in CI here).
 # HX_MPIRUN_FLAGS adds mpirun options (e.g. "--mca orte_enable_recovery 1"); HX_MPI_TIMEOUT
 # (default 300 s) bounds the whole launch so a hung job fails the test instead of hanging it.
 # shellcheck shell=sh
@@ -28,6 +32,7 @@ hx_mpirun() {
     # shellcheck disable=SC2086  # HX_MPIRUN_FLAGS and the -x pair are lists of words
     timeout -k 10 "${HX_MPI_TIMEOUT:-300}" \
         mpirun -np "$hx_np" --oversubscribe --bind-to none $hx_root ${HX_MPIRUN_FLAGS:-} \
+        --mca orte_tmpdir_base "${TMP:-${TMPDIR:-/tmp}}" \
         -x STARPU_NCPU="${HX_MPI_NCPU:-1}" -x STARPU_WORKERS_NOBIND=1 \
         -x OMPI_MCA_mpi_yield_when_idle=1 ${STARPU_HOME:+-x STARPU_HOME} "$@" </dev/null
 }
