@@ -8,8 +8,9 @@
 #   --oversubscribe      np 4 on 2 cores would fail with "not enough slots"
 #   --allow-run-as-root  only when run as root (CI containers)
 #   --bind-to none       StarPU binds its own threads; Open MPI's binding would fight it
-#   STARPU_NCPU          workers per rank: HX_MPI_NCPU, default 1 (idle workers spin, so
-#                        ranks x workers should not exceed the cores)
+#   STARPU_NCPU          workers per rank: HX_MPI_NCPU, default 1 (busy workers share the
+#                        cores, and StarPU's own policies spin idle ones, so ranks x workers
+#                        should not exceed the cores)
 #   STARPU_WORKERS_NOBIND=1  otherwise every rank binds its worker 0 to core 0
 #   OMPI_MCA_mpi_yield_when_idle=1  ranks waiting in MPI give their core away
 # stdin is /dev/null: under `timeout` mpirun is not in the terminal's foreground process
