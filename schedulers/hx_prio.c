@@ -378,6 +378,12 @@ static int nothing_for(const struct prio_state *s, int want_comm, int want_compu
 
 static void idle_wait(struct prio_state *s, int want_comm, int want_compute)
 {
+#ifndef STARPU_NON_BLOCKING_DRIVERS
+    /* a blocking driver puts the worker to sleep itself when pop returns NULL, and push
+     * wakes it (prio_push): waiting here too would only add a second sleep */
+    (void)s, (void)want_comm, (void)want_compute;
+    return;
+#endif
     if (++idle_polls <= IDLE_YIELDS) {
         sched_yield();
         return;
