@@ -23,8 +23,10 @@
 # flight; a pipeline's receive is in flight from its post); how much the two strands
 # co-ran (per rank, the time both strands' tasks ran over the time either's did); the
 # plan's predicted saving against the measured one, and each plan step's predicted time
-# against its measured one on rank 0 (with the wait at the barrier before it); and the
-# parity check.
+# against its measured one on rank 0 (with the wait at the barrier before it); what bounds a
+# step on this bed: the serial run's step (compute alone, all cores), the tp collectives'
+# bytes across the link over the rate, and how busy the cores were through each run (and in
+# the kernel, where the bed's TCP runs); and the parity check.
 #
 #   bench/strands.sh [--rounds N] [--steps N] [--rate R] [--out DIR] BUILD_DIR
 # Model: HX_ST_LAYERS (12) HX_ST_HIDDEN (256) HX_ST_HEADS (8) HX_ST_SEQ (64) HX_ST_MBS (2)
@@ -74,11 +76,15 @@ dist=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --ranks-pe
 export STARPU_NCPU=2 STARPU_WORKERS_NOBIND=1 STARPU_SILENT=1 OPENBLAS_NUM_THREADS=1
 export STARPU_HOME=$out/starpu_home
 fail() { echo "strands: error: $*" >&2; exit 1; }
-bed() { # NAME NP ARGS...: one run on its own bed, always torn down
+cpu_ticks() { head -1 /proc/stat; } # "cpu user nice system idle iowait irq softirq steal ..."
+bed() { # NAME NP ARGS...: one run on its own bed, always torn down; NAME.cpu gets the
+        # machine's /proc/stat line before and after it (how busy the cores were)
     local name=$1 np=$2
     shift 2
+    cpu_ticks >"$out/$name.cpu"
     timeout -s TERM 900 "$netbed" run --rate "$rate" -- -np "$np" --map-by node "$helix" "$@" \
         >"$out/$name.log" 2>&1 || { tail -20 "$out/$name.log" >&2; fail "run $name failed (log: $out/$name.log)"; }
+    cpu_ticks >>"$out/$name.cpu"
 }
 echo "strands: L=$L C=$C heads=$H T=$T, global batch $GBS (micro $MBS), $steps steps; pp 2 x tp 2" \
     "on 2+2 ranks, tp across a $rate link; logs in $out"
@@ -111,9 +117,9 @@ for k in b c d e; do
     "$helix" trace summarize --json "$out/${k}1.trace" >"$out/${k}1.summary.json" ||
         fail "helix trace summarize $out/${k}1.trace failed"
 done
-python3 - "$out" "$rounds" <<'EOF'
+python3 - "$out" "$rounds" "$rate" "$(nproc)" <<'EOF'
 import json, math, os, re, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, rate, ncores = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96+)
 T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -191,6 +197,46 @@ print("ratio 1F1B / hx-strand            : %8.3f" % (ms["b"] / ms["d"]))
 print("ratio Wavelet+ / hx-strand        : %8.3f" % (ms["c"] / ms["d"]))
 print("ratio W alone / hx-strand         : %8.3f (what strands and plan add to the W)"
       % (ms["e"] / ms["d"]))
+# What bounds a step here.  Communication can only be hidden while neither resource it needs
+# is full: the cores (four ranks' workers, progress threads and the kernel's TCP share them)
+# and the link.  Floors per step: the serial run (all cores, no communication), and the
+# tp collectives' payload crossing the link (with --map-by node every tp pair spans the two
+# nodes; a 2-rank all-reduce of n bytes sends n each way), summed over one node's ranks of
+# the round-1 1F1B trace, at the shaped rate (headers not counted).
+def rate_Bps(r):  # tc's units: bit, kbit, mbit, gbit (10^3 steps); bps, kbps, ... are bytes
+    m = re.fullmatch(r"([0-9.]+)([kmg]?)(bit|bps)", r.lower())
+    if not m:
+        return None
+    v = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
+    return v / 8 if m.group(3) == "bit" else v
+def busy(name):  # shares of the machine's core time over one run (start-up included): not
+    # idle, and in the kernel (system, irq, softirq: mostly TCP over the bed's veth and qdiscs)
+    t = [[int(x) for x in l.split()[1:9]] for l in open(os.path.join(out, name + ".cpu"))]
+    d = [y - x for x, y in zip(t[0], t[1])]
+    n = sum(d) or math.nan
+    return 1 - (d[3] + d[4]) / n, (d[2] + d[5] + d[6]) / n
+node_of, link = {}, {}
+for e in json.load(open(os.path.join(out, "b1.trace")))["traceEvents"]:
+    x = e.get("args", {})
+    if e.get("name") == "process_name":
+        node_of[e["pid"]] = re.search(r"\((.*)\)", x.get("name", "()")).group(1)
+    elif e.get("ph") == "X" and x.get("collective") and x.get("channel", "").startswith("tp") \
+            and x.get("step", -1) >= 0:
+        link.setdefault(x["rank"], {}).setdefault(x["step"], 0)
+        link[x["rank"]][x["step"]] += x["bytes"]
+first = min(node_of.values()) if node_of else None
+per_step = [sum(v.get(st, 0) for r, v in link.items() if node_of.get(r) == first)
+            for st in sorted({st for v in link.values() for st in v})]
+mb = statistics.median(per_step) / 1e6 if per_step else math.nan
+bps = rate_Bps(rate)
+serial = statistics.median([x["ms"] for st, x in a.items() if st > min(a)])
+print("bounds per step: compute alone (the serial run on all %d cores) %.1f ms; the link: %.1f "
+      "MB of tp collectives each way at %s, %s; the cores busy (over each whole run, medians "
+      "of the rounds): %s" % (
+          ncores, serial, mb, rate, "%.1f ms" % (1e3 * mb * 1e6 / bps) if bps else "rate not parsed",
+          ", ".join("%s %.0f%% (kernel %.0f%%)" % ((short[k],) + tuple(
+              100 * statistics.median(busy("%s%d" % (k, r))[i] for r in range(1, rounds + 1))
+              for i in (0, 1))) for k in "bced")))
 print("plan: one layer pair %.3f ms predicted against %.3f ms sequential; applied to %d of %d "
       "pairs on rank 0: predicted saving %.1f ms/step; measured: %.1f ms/step against the W "
       "alone" % (plan["predicted_ms"], plan["sequential_ms"], pairs[1], pairs[0], saved,
