@@ -139,6 +139,8 @@ def steps(name):
         if "loss" in o:
             recs[o["step"]] = o
     return recs
+def steady(recs):  # a run's step times, less the first step (it warms up)
+    return [x["ms"] for s, x in recs.items() if s > min(recs)]
 def hidden(name):  # rank 0, per step: (hidden share, collective time in flight) from
     # helix trace summarize: unions of task intervals, a collective from post to completion
     r = json.load(open(os.path.join(out, name + ".summary.json")))["ranks"][0]
@@ -165,7 +167,7 @@ for k in "bced":
             rel = abs(recs[s]["loss"] - a[s]["loss"]) / abs(a[s]["loss"])
             worst = max(worst, rel)
             ok = ok and rel <= 1e-5
-        rt = [x["ms"] for s, x in recs.items() if s > min(recs)]  # the first step warms up
+        rt = steady(recs)
         t += rt
         per_round[k].append(statistics.median(rt))
     ms[k] = statistics.median(t)
@@ -229,11 +231,12 @@ per_step = [sum(v.get(st, 0) for r, v in link.items() if node_of.get(r) == first
             for st in sorted({st for v in link.values() for st in v})]
 mb = statistics.median(per_step) / 1e6 if per_step else math.nan
 bps = rate_Bps(rate)
-serial = statistics.median([x["ms"] for st, x in a.items() if st > min(a)])
+serial = statistics.median(steady(a))
 print("bounds per step: compute alone (the serial run on all %d cores) %.1f ms; the link: %.1f "
       "MB of tp collectives each way at %s, %s; the cores busy (over each whole run, medians "
       "of the rounds): %s" % (
-          ncores, serial, mb, rate, "%.1f ms" % (1e3 * mb * 1e6 / bps) if bps else "rate not parsed",
+          ncores, serial, mb, rate,
+          "%.1f ms" % (1e3 * mb * 1e6 / bps) if bps else "rate not parsed",
           ", ".join("%s %.0f%% (kernel %.0f%%)" % ((short[k],) + tuple(
               100 * statistics.median(busy("%s%d" % (k, r))[i] for r in range(1, rounds + 1))
               for i in (0, 1))) for k in "bced")))

@@ -5,8 +5,8 @@
  * (schedulers/hx_prio.c, idle_wait).  For each helix policy on 2 workers with nothing to do,
  * the process's CPU time over 0.5 s of idleness must stay under IDLE_CPU_MAX: measured
  * 0.011-0.021 s with the wait on the condition variable, 0.204-0.244 s with the old
- * yield-then-20-us-sleep polling (this test against the old library: 5 of 10 fail).  A loaded machine only gives idle threads less CPU, so the
- * bound cannot fail from noise.  Then tasks submitted while the workers sleep must all run
+ * yield-then-20-us-sleep polling (this test against the old library: 5 of 10 fail).  A
+ * loaded machine only gives idle threads less CPU, so the bound cannot fail from noise.  Then tasks submitted while the workers sleep must all run
  * (a push wakes a sleeper; no duration is asserted, and an alarm ends a hung run at 60 s). */
 #include <starpu.h>
 #include <stdio.h>
