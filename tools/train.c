@@ -416,7 +416,7 @@ int cmd_train(int argc, char **argv)
         if (r.mpi) {
             hx_mpi_finalize();
         }
-        return ret == 1 ? 0 : ret;
+        return ret == TRAIN_HELP ? 0 : ret; /* --help printed: success */
     }
     if (rank != 0 && freopen("/dev/null", "w", stdout) == NULL) { /* rank 0 reports */
         hx_warn("cannot silence stdout of rank %d", rank);

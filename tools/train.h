@@ -49,7 +49,10 @@ struct train_args {
 
 /* Fill @p a with defaults and @p s with the flag table over @p a.  The table is static. */
 void train_args_init(struct train_args *a, struct flag_set *s);
-/* Gather argv, --config and --preset: 0 ok, 1 --help printed, 2 usage error. */
+/* --help was printed: not an error (exit 0), and distinct from every exit status, so a
+ * runtime failure (1) is never mistaken for it. */
+#define TRAIN_HELP (-1)
+/* Gather argv, --config and --preset: 0 ok, TRAIN_HELP, 2 usage error. */
 int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **argv);
 /* Cross-flag checks, once every source (a checkpoint's settings too) is in: 0 or 2. */
 int train_args_check(struct train_args *a);

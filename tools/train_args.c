@@ -178,7 +178,7 @@ int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **
         "--config FILE, and the command line.";
     int ret = flags_parse_argv(s, argc, argv, 2, usage);
     if (ret != 0) {
-        return ret;
+        return ret == 1 ? TRAIN_HELP : ret;
     }
     if (a->config != NULL && (ret = flags_parse_file(s, a->config, FROM_CONFIG)) != 0) {
         return ret;
