@@ -150,7 +150,7 @@ def steps(name):
 def step_ms(recs):  # median step time without the first step (warm-up, calibration)
     return statistics.median(r["ms"] for s, r in recs.items() if s > min(recs))
 
-def params(name):  # {tensor name: floats} from the newest checkpoint (runtime/checkpoint.c)
+def params(name):  # {tensor name: floats} from the newest checkpoint (format: runtime/ckpt_format.h)
     d = os.path.join(out, "ckpt_" + name)
     try:
         files = sorted(x for x in os.listdir(d) if x.startswith("ckpt-") and x.endswith(".bin"))

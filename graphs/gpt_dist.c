@@ -25,7 +25,7 @@
  *            the new values to its OS group.
  * The norm sums each gradient element once in the world (OS owners; tp-replicated tensors
  * on tp rank 0) and all-reduces the f64 square sum.
- * Test: tests/mpi/gpt_parity.sh (every mesh against the serial run). */
+ * Test: tests/mpi/parity_*.sh (every mesh against the serial run). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

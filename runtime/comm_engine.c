@@ -6,11 +6,11 @@
  * it sleeps 20 us doubling to 200 us while requests are pending and nothing completes; with
  * none pending it blocks on a condition variable, so it costs nothing between steps.
  * Why spin: a message over TCP moves in several protocol steps (rendezvous, fragments), each
- * one waiting for the next test.  With sleeps alone a 64 KB tp all-reduce across the 1 Gbit/s
- * netbed link took 2.1 ms, of which 0.5 ms is bandwidth; spinning for 1 ms after each event
- * took bench/strands.sh's 1F1B step from 1247 to 807 ms (2026-11-25, same bed), while the
- * compute-bound bench/prefetch.sh (4 ranks on 2 cores) stayed within its noise: a yielding
- * thread gives its core to any runnable worker.
+ * one waiting for the next test, so with sleeps alone every step of a tp all-reduce waited
+ * for the next poll; a yielding thread gives its core to any runnable worker, so the spin
+ * costs compute-bound runs nothing measurable.  The measurements (bench/strands.sh and
+ * bench/prefetch.sh before and after) are in bench/README.md, "The collective engine's
+ * polling".
  *
  *   worker: post MPI_I* -> end_dep_add -> hx_comm_post --incoming--> progress thread:
  *   adopt -> Testsome -> done() (unpack) -> starpu_task_end_dep_release (the task ends)

@@ -4,7 +4,7 @@
  * position see only the context; later positions are padding), then draws from
  * softmax(logits / temperature) restricted to the top k, with the seeded generator, so a seed
  * repeats a sample exactly.  Tokens are bytes here (vocabulary 256); other vocabularies print
- * their ids.  Test: tests/cli/train_smoke.sh, tests/cli/checkpoint.sh. */
+ * their ids.  Test: tests/cli/resume.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -150,7 +150,7 @@ int hx_deps_is_topological(const struct hx_deps *d, const int *order);
 /** Write the graph in Graphviz DOT: one box per node, colored by phase, with its edges. */
 int hx_graph_write_dot(const struct hx_graph *g, FILE *f);
 
-/* ---- submission (runtime/submit.c) ---- */
+/* ---- submission (graphs/submit.c) ---- */
 
 /**
  * Submit every node in order as one StarPU task carrying the node (task->sched_data and

@@ -8,7 +8,7 @@
  * arithmetic, so Adam turns its rounding noise into steps of about lr in any run; two
  * correct runs that sum gradients in another order disagree there by ~1e-4 of qkv_b's norm.  Distributed runs
  * save the whole (gathered) model, so a checkpoint of any mesh compares with the serial one.
- * Used by tests/mpi/gpt_parity.sh. */
+ * Used by tests/mpi/parity_lib.sh. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -58,7 +58,7 @@ static int submit(struct rec *r, struct hx_node *node)
     struct starpu_task *task = starpu_task_create();
     task->cl = &work_cl;
     task->cl_arg = r;
-    task->sched_data = node; /* what runtime/submit.c does with a graph's node */
+    task->sched_data = node; /* what graphs/submit.c does with a graph's node */
     r->worker = -1;
     return starpu_task_submit(task);
 }

@@ -4,7 +4,8 @@
  * handles each run exactly once, and each task sees on every handle it accesses exactly the
  * number of writers submitted before it (so no dependency was broken either way).
  * One TAP line per policy; a policy that cannot start (hx_runtime_init fails) is a SKIP.
- * StarPU's tests/sched_policies/execute_all_tasks.c checks the same for its own policies. */
+ * StarPU's own test execute_all_tasks.c (in its sched_policies tests) checks the same for
+ * its own policies. */
 #include <starpu.h>
 #include <stdint.h>
 #include <stdio.h>
