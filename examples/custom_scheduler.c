@@ -6,7 +6,9 @@
  *   2- the four callbacks StarPU calls (init, deinit, push, pop) and their locking rules;
  *   3- hx_sched_register plus --sched NAME: the same graph runs under any policy (this one,
  *      hx-prio, eager, dmda, ...) and gives the same result, because a scheduler only orders
- *      and places tasks.
+ *      and places tasks.  An order a policy relies on beyond that (hx-prefetch's gathers,
+ *      serial-comm's barriers, a strand plan) it asks of the graph builder with its needs
+ *      (enum hx_sched_need); this one needs nothing.
  * Run: ./custom_scheduler [--sched NAME]   (default flops-first) */
 #include <math.h>
 #include <stdio.h>
@@ -163,8 +165,9 @@ int main(int argc, char **argv)
         }
     }
 
-    /* 1. make the policy selectable by name, then start StarPU with the chosen one */
-    if (hx_sched_register(&flops_first_policy) != HX_OK) {
+    /* 1. make the policy selectable by name (it needs no order from the graph: 0), then
+     *    start StarPU with the chosen one */
+    if (hx_sched_register(&flops_first_policy, 0) != HX_OK) {
         return 1;
     }
     struct hx_runtime_opts opts;

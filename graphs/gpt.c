@@ -15,6 +15,7 @@
 #include "helix/error.h"
 #include "helix/layers.h"
 #include "helix/pipeline.h"
+#include "helix/sched.h"
 
 void hx_optim_config_default(struct hx_optim_config *o, int train_iters)
 {
@@ -333,6 +334,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
         m->par = *par;
     }
     m->par.mesh = &m->mesh;
+    m->par.prefetch |= (m->par.sched_needs & HX_SCHED_NEEDS_PREFETCH) != 0;
     if (m->cfg.max_seq_len == 0) {
         m->cfg.max_seq_len = cfg->seq_len;
     }
@@ -418,6 +420,12 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
         if (m->g->nodes[i].kind == HX_KIND_COMM) {
             m->g->nodes[i].priority = 1001;
         }
+    }
+    /* serial-comm's barriers, once the order is final and after the priorities, which stay
+     * hx-prio's: over each range submitted as one, the step and evaluation's tail */
+    if (m->par.sched_needs & HX_SCHED_NEEDS_SERIAL_COMM) {
+        hx_graph_serialize_comm(m->g, 0, m->eval_begin);
+        hx_graph_serialize_comm(m->g, m->eval_begin, m->g->nnodes);
     }
     *out = m;
     return HX_OK;

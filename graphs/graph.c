@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* graphs/graph.c: building the IR.  Tensors and nodes are appended in order; the node
  * order is the sequential task flow every rank submits.  Shapes and buffer counts are checked
- * here, at build time, so a wrong graph never reaches StarPU.  Test: tests/graphs/ir_topology.c */
+ * here, at build time, so a wrong graph never reaches StarPU.  Barriers between nodes that
+ * share no data are IR too: control edges, kept sorted by target so a node's are found by
+ * binary search, and a strand plan's segments.
+ * Tests: tests/graphs/ir_topology.c, tests/graphs/control_edges.c */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +35,9 @@ void hx_graph_destroy(hx_graph_t g)
     }
     free(g->tensors);
     free(g->nodes);
+    free(g->ctrl);
+    free(g->tags.nodes);
+    free(g->tags.declared);
     free(g);
 }
 
@@ -131,13 +137,82 @@ int hx_graph_realize(hx_graph_t g)
     return HX_OK;
 }
 
+/* Position of the first control edge at or after (to, from) in the sorted list */
+static int ctrl_lower_bound(const struct hx_graph *g, int to, int from)
+{
+    int lo = 0, hi = g->nctrl;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const struct hx_edge *e = &g->ctrl[mid];
+        if (e->to < to || (e->to == to && e->from < from)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+int hx_graph_control(hx_graph_t g, int from, int to)
+{
+    if (from < 0 || to >= g->nnodes || from >= to) {
+        return HX_ERR(HX_EINVAL, "control edge %d -> %d: need 0 <= from < to < %d (the node "
+                      "order must stay a topological order)", from, to, g->nnodes);
+    }
+    int at = ctrl_lower_bound(g, to, from);
+    if (at < g->nctrl && g->ctrl[at].to == to && g->ctrl[at].from == from) {
+        return HX_OK;
+    }
+    g->ctrl = grow(g->ctrl, &g->cap_ctrl, g->nctrl + 1, sizeof *g->ctrl);
+    memmove(&g->ctrl[at + 1], &g->ctrl[at], sizeof *g->ctrl * (size_t)(g->nctrl - at));
+    g->ctrl[at] = (struct hx_edge){ from, to };
+    g->nctrl++;
+    return HX_OK;
+}
+
+int hx_graph_serialize_comm(hx_graph_t g, int first, int last)
+{
+    if (first < 0 || last > g->nnodes || first > last) {
+        return HX_ERR(HX_EINVAL, "serialize nodes [%d, %d): the graph has %d", first, last,
+                      g->nnodes);
+    }
+    /* [prev, run): the run before the one that starts at run */
+    int prev = first, run = first;
+    for (int i = first; i < last; i++) {
+        int comm = g->nodes[i].kind == HX_KIND_COMM;
+        if (i > first && comm != (g->nodes[i - 1].kind == HX_KIND_COMM)) {
+            prev = run, run = i;
+        }
+        for (int k = prev; k < run; k++) {
+            int ret = hx_graph_control(g, k, i);
+            if (ret != HX_OK) {
+                return ret;
+            }
+        }
+    }
+    return HX_OK;
+}
+
+/* Is there a control edge k -> i? */
+static int has_control(const struct hx_graph *g, int k, int i)
+{
+    int at = ctrl_lower_bound(g, i, k);
+    return at < g->nctrl && g->ctrl[at].to == i && g->ctrl[at].from == k;
+}
+
 int hx_graph_barrier_preds(const struct hx_graph *g, int i, int *preds, int max)
 {
     const struct hx_node *n = &g->nodes[i];
     int np = 0;
+    for (int e = ctrl_lower_bound(g, i, -1); e < g->nctrl && g->ctrl[e].to == i; e++) {
+        if (preds != NULL && np < max) {
+            preds[np] = g->ctrl[e].from;
+        }
+        np++;
+    }
     for (int k = i - 1; n->block >= 0 && n->segment > 0 && k >= 0 &&
                         g->nodes[k].block == n->block; k--) {
-        if (g->nodes[k].segment == n->segment - 1) {
+        if (g->nodes[k].segment == n->segment - 1 && !has_control(g, k, i)) {
             if (preds != NULL && np < max) {
                 preds[np] = k;
             }

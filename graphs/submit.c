@@ -2,8 +2,10 @@
 /* graphs/submit.c: the IR handed to StarPU.  Each node becomes one task whose codelet is the
  * op's, whose buffers are the node's tiles with the node's access modes, and whose cl_arg
  * and sched_data are the node itself, so a codelet reads its arguments and a policy classifies
- * the task in O(1).  StarPU derives the same dependencies as hx_graph_deps from the order.
- * The timed variant adds a callback that stamps each task's start and termination. */
+ * the task in O(1).  StarPU derives the data dependencies of hx_graph_deps from the order;
+ * its barriers are declared as tag dependencies.  The timed variant adds a callback that
+ * stamps each task's start and termination.  Tests: tests/graphs/two_graphs.c,
+ * tests/graphs/control_edges.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +13,6 @@
 
 #include "codelets/codelets.h"
 #include "helix/error.h"
-#include "helix/sched.h"
 #include "helix/graph.h"
 #include "helix/trace.h"
 
@@ -45,51 +46,83 @@ static void timed_done(void *arg)
     __atomic_store_n(&tt->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Tag dependencies, for orders that share no data.  Node i's task has tag TAG_BASE + i.
- *  - An SI block under a strand plan (graphs/gpt_order.c): a node waits for every node of
- *    the block's previous segment (the two strands: they share no data).
- *  - serial-comm, the no-overlap baseline (schedulers/hx_prio.c): the submitted range is cut
- *    into runs of compute nodes and runs of collectives, in submission order, and every
- *    node waits for every node of the run before its own: a collective starts after all
- *    earlier compute and compute after the collectives before it.  Collectives of one run
- *    post together, so a pipeline's send and recv emitted side by side still meet.
- * Tags rather than data, because they hold whichever policy runs the tasks.  hx_graph_wait
- * removes them, so the next submission of the graph can declare them again. */
-#define TAG_BASE ((starpu_tag_t)0x4858000000000000ULL)
+/* Barriers (hx_graph_barrier_preds: control edges such as serial-comm's, a strand plan's
+ * steps) order tasks that share no data, so they become tag dependencies: tags rather than
+ * data, because they hold whichever policy runs the tasks.  Every graph has its own range of
+ * tag ids, taken from a process-wide counter: 0x48 ('H') in the top byte, the range's number
+ * in the next 24 bits, the node id in the low 32, so two graphs in flight (an evaluation
+ * beside a training step, two models) never share a tag.  The numbers wrap after 2^24
+ * graphs, by which time the first is long done.  A barrier on a node not submitted since the
+ * graph's last wait is dropped: that node is not in flight (evaluation submits parts of the
+ * graph), and a tag never declared would never be released.  hx_graph_wait removes the
+ * graph's tags, so its next submission can declare them again. */
+#define TAG_PREFIX (0x48ULL << 56)
+#define TAG_RANGES (1ULL << 24)
 
-/* Tags declared since the last hx_graph_wait (the main thread submits and waits) */
-static starpu_tag_t *tags_used;
-static size_t ntags_used, cap_tags_used;
+static unsigned long long next_range; /* atomic: graphs may be created on any thread */
 
-/* Give node i's task its tag and make it wait for the plan's previous segment and for the
- * nodes [run0, run1) (serial-comm's previous run; empty when run0 == run1). */
-static void tag_deps(const struct hx_graph *g, int i, int run0, int run1, struct starpu_task *t)
+static starpu_tag_t tag_of(const struct hx_graph *g, int i)
 {
-    t->use_tag = 1;
-    t->tag_id = TAG_BASE + (starpu_tag_t)i;
-    if (ntags_used == cap_tags_used) {
-        cap_tags_used = cap_tags_used ? 2 * cap_tags_used : 256;
-        tags_used = realloc(tags_used, sizeof *tags_used * cap_tags_used);
-        HX_ASSERT(tags_used != NULL, "out of memory for %zu task tags", cap_tags_used);
+    return (starpu_tag_t)(g->tags.base + (unsigned long long)i);
+}
+
+/* Which nodes of @p g carry a tag: an end of a control edge, or of a strand plan's block
+ * (1 in mark[i], nnodes entries). */
+static unsigned char *tagged_nodes(const struct hx_graph *g)
+{
+    unsigned char *mark = calloc((size_t)g->nnodes + 1, 1);
+    HX_ASSERT(mark != NULL, "out of memory for the tag marks of %d nodes", g->nnodes);
+    for (int e = 0; e < g->nctrl; e++) {
+        mark[g->ctrl[e].from] = mark[g->ctrl[e].to] = 1;
     }
-    tags_used[ntags_used++] = t->tag_id;
-    int nplan = hx_graph_barrier_preds(g, i, NULL, 0), np = 0;
-    if (nplan + run1 - run0 == 0) {
+    for (int i = 0; i < g->nnodes; i++) {
+        mark[i] |= g->nodes[i].block >= 0;
+    }
+    return mark;
+}
+
+/* Give node i's task its tag and make it wait for its barriers' nodes that are in flight. */
+static void tag_deps(hx_graph_t g, int i, struct starpu_task *t)
+{
+    struct hx_graph_tags *tg = &g->tags;
+    if (tg->base == 0) {
+        unsigned long long r = __atomic_fetch_add(&next_range, 1, __ATOMIC_RELAXED);
+        tg->base = TAG_PREFIX | ((r % TAG_RANGES) << 32);
+    }
+    if (tg->cap_declared < g->nnodes) {
+        unsigned char *d = realloc(tg->declared, (size_t)g->nnodes);
+        HX_ASSERT(d != NULL, "out of memory for the tags of %d nodes", g->nnodes);
+        memset(d + tg->cap_declared, 0, (size_t)(g->nnodes - tg->cap_declared));
+        tg->declared = d;
+        tg->cap_declared = g->nnodes;
+    }
+    HX_ASSERT(!tg->declared[i], "node %d (%s) submitted twice without hx_graph_wait: its tag "
+              "is still declared", i, hx_op_name(g->nodes[i].op));
+    if (tg->n == tg->cap) {
+        tg->cap = tg->cap ? 2 * tg->cap : 256;
+        tg->nodes = realloc(tg->nodes, sizeof *tg->nodes * (size_t)tg->cap);
+        HX_ASSERT(tg->nodes != NULL, "out of memory for %d task tags", tg->cap);
+    }
+    tg->nodes[tg->n++] = i;
+    tg->declared[i] = 1;
+    t->use_tag = 1;
+    t->tag_id = tag_of(g, i);
+    int nb = hx_graph_barrier_preds(g, i, NULL, 0), np = 0;
+    if (nb == 0) {
         return;
     }
-    int *k = malloc(sizeof(int) * (size_t)(nplan + 1));
-    starpu_tag_t *prev = malloc(sizeof *prev * (size_t)(nplan + run1 - run0));
+    int *k = malloc(sizeof(int) * (size_t)nb);
+    starpu_tag_t *prev = malloc(sizeof *prev * (size_t)nb);
     HX_ASSERT(k != NULL && prev != NULL, "out of memory");
-    hx_graph_barrier_preds(g, i, k, nplan);
-    for (int q = 0; q < nplan; q++) { /* a tag listed twice would be waited for twice */
-        if (k[q] < run0 || k[q] >= run1) {
-            prev[np++] = TAG_BASE + (starpu_tag_t)k[q];
+    hx_graph_barrier_preds(g, i, k, nb);
+    for (int q = 0; q < nb; q++) {
+        if (tg->declared[k[q]]) {
+            prev[np++] = tag_of(g, k[q]);
         }
     }
-    for (int q = run0; q < run1; q++) {
-        prev[np++] = TAG_BASE + (starpu_tag_t)q;
+    if (np > 0) {
+        starpu_tag_declare_deps_array(t->tag_id, (unsigned)np, prev);
     }
-    starpu_tag_declare_deps_array(t->tag_id, (unsigned)np, prev);
     free(k);
     free(prev);
 }
@@ -102,13 +135,10 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
     if (last < 0 || last > g->nnodes) {
         last = g->nnodes;
     }
-    int serial = hx_sched_serial_comm_active(), run = first, prev_run = first;
+    unsigned char *tagged = tagged_nodes(g);
     for (int i = first; i < last; i++) {
         struct hx_node *n = &g->nodes[i];
         const struct hx_op_info *info = hx_op_info(n->op);
-        if (i > first && (n->kind == HX_KIND_COMM) != (n[-1].kind == HX_KIND_COMM)) {
-            prev_run = run, run = i; /* serial-comm: a new run begins */
-        }
         struct starpu_task *t = starpu_task_create();
         t->cl = info->cl;
         t->cl_arg = n;
@@ -140,15 +170,17 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
             STARPU_TASK_SET_HANDLE(t, (starpu_data_handle_t)tensor->handles[n->refs[r].tile], r);
             STARPU_TASK_SET_MODE(t, starpu_mode(n->refs[r].mode), r);
         }
-        if (serial || n->block >= 0) { /* barriers as StarPU tag dependencies */
-            tag_deps(g, i, serial ? prev_run : 0, serial ? run : 0, t);
+        if (tagged[i]) { /* barriers as StarPU tag dependencies */
+            tag_deps(g, i, t);
         }
         int ret = starpu_task_submit(t);
         if (ret != 0) {
+            free(tagged);
             return HX_ERR(HX_ERUNTIME, "starpu_task_submit(node %d: %s, layer %d) failed: %s", i,
                           info->name, n->layer, strerror(-ret));
         }
     }
+    free(tagged);
     return HX_OK;
 }
 
@@ -164,11 +196,11 @@ int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time
 
 int hx_graph_wait(hx_graph_t g)
 {
-    (void)g;
     starpu_task_wait_for_all();
-    for (size_t k = 0; k < ntags_used; k++) {
-        starpu_tag_remove(tags_used[k]);
+    for (int k = 0; k < g->tags.n; k++) {
+        starpu_tag_remove(tag_of(g, g->tags.nodes[k]));
+        g->tags.declared[g->tags.nodes[k]] = 0;
     }
-    ntags_used = 0;
+    g->tags.n = 0;
     return hx_run_status();
 }

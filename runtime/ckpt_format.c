@@ -42,6 +42,36 @@ void hx_ckpt_code_header(unsigned char *p, int decode, struct hdr *h, struct hx_
     HX_ASSERT(at == FIXED_HEADER, "header is %zu bytes, expected %d", at, FIXED_HEADER);
 }
 
+int hx_ckpt_layout(const struct hx_gpt_config *c, int i, struct rec *r)
+{
+    /* per-layer kinds, shapes in units of C (0 rows: a (1, cols) vector) */
+    static const char *const kind[12] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",
+                                          "proj_b", "ln2_w", "ln2_b", "fc_w", "fc_b",
+                                          "fcproj_w", "fcproj_b" };
+    static const int rows[12] = { 0, 0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0 };
+    static const int cols[12] = { 1, 1, 1, 3, 1, 1, 1, 1, 1, 4, 4, 1 };
+    int L = c->num_layers, C = c->hidden_size, n = 2 + 12 * L + 2;
+    if (r == NULL) {
+        return n;
+    }
+    memset(r, 0, sizeof *r);
+    if (i < 2) {
+        snprintf(r->name, sizeof r->name, "%s", i == 0 ? "wte" : "wpe");
+        r->rows = i == 0 ? c->vocab_size : c->max_seq_len ? c->max_seq_len : c->seq_len;
+        r->cols = C;
+    } else if (i >= n - 2) {
+        snprintf(r->name, sizeof r->name, "%s", i == n - 2 ? "lnf_w" : "lnf_b");
+        r->rows = 1;
+        r->cols = C;
+    } else {
+        int k = (i - 2) % 12;
+        snprintf(r->name, sizeof r->name, "h%d.%s", (i - 2) / 12, kind[k]);
+        r->rows = rows[k] ? rows[k] * C : 1;
+        r->cols = cols[k] * C;
+    }
+    return n;
+}
+
 /* ckpt-<digits>.bin; *tmp is set for ".bin.tmp", a save killed before its rename. */
 int hx_ckpt_is_name(const char *s, int *tmp)
 {

@@ -47,6 +47,12 @@ uint64_t hx_ckpt_fnv1a(uint64_t h, const void *p, size_t n);
  * into the four structs. */
 void hx_ckpt_code_header(unsigned char *p, int decode, struct hdr *h, struct hx_gpt_config *g,
                          struct hx_optim_config *o, struct hx_train_state *s);
+/* The records a model of configuration @p c has, in file order (helix/gpt.h's parameter
+ * order): returns their number, 2 + 12 L + 2, and with @p r set, fills the name and shape of
+ * record @p i (0 <= i < that number).  A pure function of the shape fields, so a header can be
+ * checked against its records before any model exists (the model's own layout is
+ * graphs/gpt_dist.c's; hx_checkpoint_check_model compares the two). */
+int hx_ckpt_layout(const struct hx_gpt_config *c, int i, struct rec *r);
 /* ckpt-<digits>.bin, or ckpt-<digits>.bin.tmp (*tmp set): a save killed before its rename. */
 int hx_ckpt_is_name(const char *s, int *tmp);
 /* The file named by dir/latest: 1 found, 0 no `latest`, -1 unreadable or not a ckpt name. */

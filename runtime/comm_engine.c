@@ -335,6 +335,14 @@ void hx_comm_engine_stop(void)
     memset(&A, 0, sizeof A);
 }
 
+double hx_comm_timeout(void)
+{
+    pthread_mutex_lock(&E.lock);
+    double t = E.running ? E.timeout : 0;
+    pthread_mutex_unlock(&E.lock);
+    return t > 0 ? t : 0;
+}
+
 void hx_comm_engine_stats(struct hx_comm_stats *s)
 {
     pthread_mutex_lock(&E.lock);

@@ -3,13 +3,16 @@
  * A small English grammar (subjects, verbs, objects, places, times, connectives) expanded by
  * the seeded generator of runtime/rng.c into about 256 KB of sentences and paragraphs: the
  * same bytes on every machine, varied enough that a small model's loss visibly falls from
- * ln(256) = 5.55 as it learns spelling, then words, then grammar. */
+ * ln(256) = 5.55 as it learns spelling, then words, then grammar.  It lives in memory, its
+ * bytes the ids, in a data map that owns the buffer (runtime/data_map.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "helix/data.h"
 #include "helix/error.h"
+#include "runtime/data_map.h"
 #include "runtime/rng.h"
 
 #define CORPUS_BYTES (256 * 1024)
@@ -80,37 +83,38 @@ static size_t clause(struct hx_rng *r, char *buf, size_t n, size_t cap, int capi
 int hx_data_load_default(struct hx_dataset *d)
 {
     memset(d, 0, sizeof *d);
-    char *buf = malloc(CORPUS_BYTES);
-    d->tokens = malloc(sizeof(int32_t) * CORPUS_BYTES);
-    if (buf == NULL || d->tokens == NULL) {
+    uint8_t *buf = malloc(CORPUS_BYTES);
+    struct hx_data_map *m = buf != NULL ? hx_data_map_adopt(buf, CORPUS_BYTES) : NULL;
+    if (m == NULL) {
         free(buf);
-        free(d->tokens);
-        d->tokens = NULL;
         return HX_ERR(HX_ENOMEM, "embedded corpus (%d bytes)", CORPUS_BYTES);
     }
     struct hx_rng r;
     hx_rng_seed(&r, 20261122);
+    char *text = (char *)buf;
     size_t n = 0;
     while (n < CORPUS_BYTES) {
         /* a paragraph of 3..6 sentences, some joined by a connective */
         int sentences = 3 + (int)hx_rng_below(&r, 4);
         for (int s = 0; s < sentences && n < CORPUS_BYTES; s++) {
-            n = clause(&r, buf, n, CORPUS_BYTES, 1);
+            n = clause(&r, text, n, CORPUS_BYTES, 1);
             if (hx_rng_below(&r, 3) == 0) {
-                n = put(buf, n, CORPUS_BYTES, ", ");
-                n = put(buf, n, CORPUS_BYTES, PICK(&r, links));
-                n = put(buf, n, CORPUS_BYTES, " ");
-                n = clause(&r, buf, n, CORPUS_BYTES, 0);
+                n = put(text, n, CORPUS_BYTES, ", ");
+                n = put(text, n, CORPUS_BYTES, PICK(&r, links));
+                n = put(text, n, CORPUS_BYTES, " ");
+                n = clause(&r, text, n, CORPUS_BYTES, 0);
             }
-            n = put(buf, n, CORPUS_BYTES, s + 1 < sentences ? ". " : ".\n\n");
+            n = put(text, n, CORPUS_BYTES, s + 1 < sentences ? ". " : ".\n\n");
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        d->tokens[i] = (unsigned char)buf[i];
-    }
-    free(buf);
+    /* the bytes are the ids, as for a text file */
+    d->map = m;
+    d->ids = buf;
     d->ntokens = n;
-    d->vocab_size = 256;
+    d->id_bytes = 1;
+    for (size_t i = 0; i < n; i++) {
+        d->max_id = buf[i] > d->max_id ? buf[i] : d->max_id;
+    }
     snprintf(d->source, sizeof d->source, "embedded corpus");
     return HX_OK;
 }

@@ -72,16 +72,8 @@ static int choose_workers(const struct hx_runtime_opts *o, int *workers)
 
 static int choose_policy(const struct hx_runtime_opts *o, struct starpu_conf *conf)
 {
-    const char *name = o->sched;
-    if (name == NULL || *name == '\0') {
-        name = getenv("HX_SCHED");
-    }
-    if (name == NULL || *name == '\0') {
-        name = getenv("STARPU_SCHED");
-    }
-    if (name == NULL || *name == '\0') {
-        name = "hx-prio";
-    }
+    const char *source;
+    const char *name = hx_sched_resolve(o->sched, &source); /* option, HX_SCHED, STARPU_SCHED */
     struct starpu_sched_policy *p = hx_sched_find(name);
     if (p != NULL) {
         conf->sched_policy = p;
@@ -97,7 +89,8 @@ static int choose_policy(const struct hx_runtime_opts *o, struct starpu_conf *co
                 strcat(list, *n);
             }
         }
-        return HX_ERR(HX_EINVAL, "unknown scheduling policy '%s'; choose one of: %s", name, list);
+        return HX_ERR(HX_EINVAL, "unknown scheduling policy '%s'%s%s; choose one of: %s", name,
+                      source != NULL ? " in " : "", source != NULL ? source : "", list);
     }
     snprintf(sched_name, sizeof sched_name, "%s", name);
     return HX_OK;

@@ -3,11 +3,13 @@
  * MPI_THREAD_MULTIPLE because collective codelets post MPI calls from StarPU worker threads
  * while the engine's progress thread (runtime/comm_engine.c) and StarPU-MPI's own thread
  * call MPI too (design/starpu.md §5); a library that grants less is refused, not trusted.
- * Without mpirun, MPI_Init_thread starts a singleton world of one rank.
- * Test: tests/mpi/collectives.c (np 1, 2 and 4). */
+ * Without mpirun, MPI_Init_thread starts a singleton world of one rank.  Before the comm
+ * engine opens, the ranks agree on their input with the few blocking calls at the end.
+ * Test: tests/mpi/collectives.c (np 1, 2 and 4), tests/mpi/rank_flags.sh (the agreement). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "helix/comm.h"
@@ -112,4 +114,75 @@ void hx_mpi_abort(int status)
         MPI_Abort(MPI_COMM_WORLD, status); /* ends every rank; does not return */
     }
     _exit(status);
+}
+
+/* ---- agreement at start (before hx_comm_open) --------------------------------------------- */
+
+static int mpi_up(void)
+{
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    return inited && !finalized;
+}
+
+int hx_mpi_max_int(int value)
+{
+    int out = value;
+    if (mpi_up()) {
+        MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
+    return out;
+}
+
+int hx_mpi_bcast_text(char *text, unsigned long cap)
+{
+    if (!mpi_up() || cap == 0) {
+        return HX_OK;
+    }
+    int len = (int)strnlen(text, cap - 1);
+    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if ((unsigned long)len >= cap) {
+        return HX_ERR(HX_EINVAL, "rank 0's text of %d bytes does not fit in %lu", len, cap);
+    }
+    MPI_Bcast(text, len, MPI_CHAR, 0, MPI_COMM_WORLD);
+    text[len] = '\0';
+    return HX_OK;
+}
+
+int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long cap)
+{
+    int first = flag ? world_rank : world_size;
+    if (mpi_up()) {
+        int mine = first;
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    }
+    if (first >= world_size) {
+        return -1;
+    }
+    if (first == 0 || !mpi_up()) {
+        if (world_rank == 0 && cap > 0) {
+            snprintf(out, cap, "%s", text);
+        }
+        return first;
+    }
+    if (world_rank == first) {
+        int len = (int)strlen(text);
+        MPI_Send(&len, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+        MPI_Send(text, len, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+    } else if (world_rank == 0) {
+        int len = 0;
+        MPI_Recv(&len, 1, MPI_INT, first, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        char *buf = malloc((size_t)len + 1);
+        if (buf == NULL) { /* its sender would wait for this receive forever */
+            HX_ERR(HX_ENOMEM, "%d bytes of rank %d's text", len + 1, first);
+            hx_mpi_abort(1);
+        }
+        MPI_Recv(buf, len, MPI_CHAR, first, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (cap > 0) {
+            snprintf(out, cap, "%.*s", len, buf);
+        }
+        free(buf);
+    }
+    return first;
 }

@@ -3,22 +3,23 @@
  * Ready tasks wait in two binary heaps, compute and comm (hx_sched_task_is_comm).
  *   "hx-prio": priority order (higher first), then push order, so equal priorities run FIFO.
  *   "hx-strand": DHelix's executor.  Tasks of SI blocks under a strand plan (node block >= 0)
- *     go first, block by block and segment by segment (the plan's steps; the barrier between
- *     steps is a tag dependency, graphs/submit.c), the rest by priority; a worker then takes
- *     the other strand than the last one taken when the heap offers one as good, so paired
- *     forward and backward ops co-run on the two workers.
+ *     go first, block by block and segment by segment (the plan's steps; the barrier
+ *     between steps is in the graph, a tag dependency at submission), the rest by priority;
+ *     a worker then takes the other strand than the last one taken when the heap offers one
+ *     as good, so paired forward and backward ops co-run on the two workers.
  *   "hx-wavelet": the baseline of papers.md §2.7 (Wavelet+): priority order, alternating the
  *     two strands round-robin, no plan.
  *   "hx-prefetch": AxoNN's overlap of parameter all-gathers (papers.md §1, O3, IV-B/D):
  *     collectives first, as soon as ready, and compute in submission order (a topological
  *     order: the layer in hand finishes first, which frees the slot the next gather
- *     writes).  Its graph order (hx_parallel_config.prefetch: gathers depth layers ahead,
- *     resident layers not gathered again, reduce-scatters behind the next gather) comes
- *     with selecting it (tools/train.c).
+ *     writes).  Its graph order (gathers depth layers ahead, resident layers not gathered
+ *     again, reduce-scatters behind the next gather) is its need HX_SCHED_NEEDS_PREFETCH
+ *     (schedulers/registry.c), which the graph builder reads.
  *   "serial-comm": the no-overlap baseline (the reference of Flux's overlap efficiency,
- *     `helix trace summarize --baseline`): hx-prio's order; what serializes is the
- *     submission (graphs/submit.c): runs of compute and runs of collectives, in submission
- *     order, each waiting for the whole run before it.  Ordering at pop time alone cannot
+ *     `helix trace summarize --baseline`): hx-prio's order; what serializes is the graph
+ *     (its need HX_SCHED_NEEDS_SERIAL_COMM, hx_graph_serialize_comm): runs of compute and
+ *     runs of collectives, in submission order, each waiting for the whole run before it
+ *     (control edges, tag dependencies at submission).  Ordering at pop time alone cannot
  *     do it: a rank that keeps compute back while its collective is in flight deadlocked
  *     with a peer doing the same on another channel (measured: dp buckets and the loss).
  * None of them changes a number: they only pick among ready tasks.
@@ -34,7 +35,6 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <starpu.h>
 
@@ -427,12 +427,6 @@ static struct starpu_task *prio_pop(unsigned ctx)
     }
     STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
     return task;
-}
-
-int hx_sched_serial_comm_active(void)
-{
-    const struct starpu_sched_policy *p = starpu_sched_ctx_get_sched_policy(0); /* global */
-    return p != NULL && p->policy_name != NULL && strcmp(p->policy_name, "serial-comm") == 0;
 }
 
 struct starpu_sched_policy hx_sched_prio = {

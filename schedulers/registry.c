@@ -3,9 +3,13 @@
  * helix's own policies come first (hx-prio leads), then those a program registers (at most
  * HX_SCHED_MAX_REGISTERED), then StarPU's built-ins as starpu_sched_get_predefined_policies()
  * lists them; that call works before starpu_init.  A name is never in two of these groups:
- * registering a taken name fails.  Main thread only, before hx_runtime_init.
+ * registering a taken name fails.  Each of ours and each registered one says what it needs
+ * from the graph (enum hx_sched_need).  hx_sched_resolve is the one place that turns the
+ * request and the environment into the policy a run uses.  Main thread only, before
+ * hx_runtime_init.
  * Test: tests/schedulers/registry.c; every name is run by tests/schedulers/every_task_once.c. */
 #include <starpu.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helix/error.h"
@@ -16,48 +20,96 @@
 /* StarPU 1.3 has 34 built-in policies; names past this bound are left out of hx_sched_names */
 #define HX_SCHED_MAX_STARPU 64
 
-static struct starpu_sched_policy *const helix_policies[] = { &hx_sched_prio, &hx_sched_strand,
-                                                               &hx_sched_wavelet,
-                                                               &hx_sched_prefetch,
-                                                               &hx_sched_serial_comm };
+struct entry {
+    struct starpu_sched_policy *policy;
+    unsigned needs; /* enum hx_sched_need bits */
+};
+
+static const struct entry helix_policies[] = {
+    { &hx_sched_prio, 0 },
+    { &hx_sched_strand, HX_SCHED_NEEDS_STRAND_PLAN },
+    { &hx_sched_wavelet, 0 },
+    { &hx_sched_prefetch, HX_SCHED_NEEDS_PREFETCH },
+    { &hx_sched_serial_comm, HX_SCHED_NEEDS_SERIAL_COMM },
+};
 #define NHELIX (sizeof helix_policies / sizeof helix_policies[0])
 
-static struct starpu_sched_policy *registered[HX_SCHED_MAX_REGISTERED];
+static struct entry registered[HX_SCHED_MAX_REGISTERED];
 static int nregistered;
 
 /* helix + registered + StarPU + NULL; rebuilt on the next hx_sched_names after a register */
 static const char *names[NHELIX + HX_SCHED_MAX_REGISTERED + HX_SCHED_MAX_STARPU + 1];
 static int names_valid;
 
-int hx_sched_is_starpu_builtin(const char *name)
-{
-    if (name == NULL) {
-        return 0;
-    }
-    for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); *p; p++) {
-        if ((*p)->policy_name != NULL && strcmp((*p)->policy_name, name) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-struct starpu_sched_policy *hx_sched_find(const char *name)
+/* helix's or the registered entry of that name, or NULL */
+static const struct entry *lookup(const char *name)
 {
     if (name == NULL) {
         return NULL;
     }
     for (size_t i = 0; i < NHELIX; i++) {
-        if (strcmp(helix_policies[i]->policy_name, name) == 0) {
-            return helix_policies[i];
+        if (strcmp(helix_policies[i].policy->policy_name, name) == 0) {
+            return &helix_policies[i];
         }
     }
     for (int i = 0; i < nregistered; i++) {
-        if (strcmp(registered[i]->policy_name, name) == 0) {
-            return registered[i];
+        if (strcmp(registered[i].policy->policy_name, name) == 0) {
+            return &registered[i];
         }
     }
     return NULL;
+}
+
+struct starpu_sched_policy *hx_sched_find(const char *name)
+{
+    const struct entry *e = lookup(name);
+    return e != NULL ? e->policy : NULL;
+}
+
+unsigned hx_sched_needs(const char *name)
+{
+    const struct entry *e = lookup(name);
+    return e != NULL ? e->needs : 0;
+}
+
+/* StarPU's own string for one of its policies, or NULL */
+static const char *starpu_builtin_name(const char *name)
+{
+    if (name == NULL) {
+        return NULL;
+    }
+    for (struct starpu_sched_policy **p = starpu_sched_get_predefined_policies(); *p; p++) {
+        if ((*p)->policy_name != NULL && strcmp((*p)->policy_name, name) == 0) {
+            return (*p)->policy_name;
+        }
+    }
+    return NULL;
+}
+
+const char *hx_sched_resolve(const char *requested, const char **source)
+{
+    static const char *const vars[] = { "HX_SCHED", "STARPU_SCHED" };
+    const char *name = requested, *from = NULL;
+    for (size_t k = 0; k < 2 && (name == NULL || *name == '\0'); k++) {
+        name = getenv(vars[k]);
+        from = vars[k];
+    }
+    if (name == NULL || *name == '\0') {
+        name = hx_sched_prio.policy_name;
+        from = "the default";
+    }
+    if (source != NULL) {
+        *source = from;
+    }
+    /* the registry's copy: the environment may change (hx_runtime_init unsets STARPU_SCHED) */
+    const struct entry *e = lookup(name);
+    const char *builtin = e == NULL ? starpu_builtin_name(name) : NULL;
+    return e != NULL ? e->policy->policy_name : builtin != NULL ? builtin : name;
+}
+
+int hx_sched_is_starpu_builtin(const char *name)
+{
+    return starpu_builtin_name(name) != NULL;
 }
 
 int hx_sched_is_known(const char *name)
@@ -65,7 +117,7 @@ int hx_sched_is_known(const char *name)
     return hx_sched_find(name) != NULL || hx_sched_is_starpu_builtin(name);
 }
 
-int hx_sched_register(struct starpu_sched_policy *policy)
+int hx_sched_register(struct starpu_sched_policy *policy, unsigned needs)
 {
     if (policy == NULL || policy->policy_name == NULL || policy->policy_name[0] == '\0') {
         return HX_ERR(HX_EINVAL, "hx_sched_register: the policy needs a policy_name");
@@ -80,11 +132,16 @@ int hx_sched_register(struct starpu_sched_policy *policy)
                       hx_sched_find(policy->policy_name) ? "by helix or an earlier register"
                                                          : "by a StarPU built-in policy");
     }
+    if ((needs & ~(unsigned)HX_SCHED_NEEDS_ALL) != 0) {
+        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\"): needs 0x%x has bits that are no "
+                      "enum hx_sched_need (known: 0x%x)", policy->policy_name, needs,
+                      (unsigned)HX_SCHED_NEEDS_ALL);
+    }
     if (nregistered == HX_SCHED_MAX_REGISTERED) {
         return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\"): table full (%d policies registered)",
                       policy->policy_name, HX_SCHED_MAX_REGISTERED);
     }
-    registered[nregistered++] = policy;
+    registered[nregistered++] = (struct entry){ policy, needs };
     names_valid = 0;
     return HX_OK;
 }
@@ -94,10 +151,10 @@ const char *const *hx_sched_names(void)
     if (!names_valid) {
         size_t n = 0;
         for (size_t i = 0; i < NHELIX; i++) {
-            names[n++] = helix_policies[i]->policy_name;
+            names[n++] = helix_policies[i].policy->policy_name;
         }
         for (int i = 0; i < nregistered; i++) {
-            names[n++] = registered[i]->policy_name;
+            names[n++] = registered[i].policy->policy_name;
         }
         struct starpu_sched_policy **p = starpu_sched_get_predefined_policies();
         for (int i = 0; p[i] != NULL && i < HX_SCHED_MAX_STARPU; i++) {

@@ -3,10 +3,13 @@
  * int s = capture_begin(DIR); call(); msg = capture_end(s, buf, n): stderr went to DIR/stderr.txt
  * and comes back in buf (one trailing newline dropped; hx_run_status_reset() called).
  * tap_diag_lines(text): each line a "#" diagnostic.  require_torch(): skip all, or fail with
- * HX_REQUIRE_TORCH=1, unless torch_python() (HX_TORCH_PYTHON or /usr/bin/python3) has torch. */
+ * HX_REQUIRE_TORCH=1, unless torch_python() (HX_TORCH_PYTHON or /usr/bin/python3) has torch.
+ * dir_listing(dir, out, n): the names in dir but dot files, sorted, space-separated.
+ * model_state(m, &n): a model's parameters and both Adam moments, concatenated (malloc'd). */
 #ifndef HX_TESTUTIL_H
 #define HX_TESTUTIL_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,8 @@
 #include <unistd.h>
 
 #include "helix/error.h"
+#include "helix/gpt.h"
+#include "helix/tensor.h"
 #include "tap.h"
 
 static char capture_path_[512];
@@ -84,6 +89,44 @@ static inline void require_torch(void)
         exit(tap_exit());
     }
     tap_skip_all("PyTorch not importable by HX_TORCH_PYTHON (apt-get install python3-torch)");
+}
+
+/* The names in @p d but dot files (a lock), sorted, space-separated, into @p out of @p size
+ * bytes: a directory's listing to compare before and after. */
+static inline void dir_listing(const char *d, char *out, size_t size)
+{
+    struct dirent **e;
+    int n = scandir(d, &e, NULL, alphasort);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (e[i]->d_name[0] != '.') {
+            strncat(out, e[i]->d_name, size - strlen(out) - 2);
+            strcat(out, " ");
+        }
+        free(e[i]);
+    }
+    free(n >= 0 ? e : NULL);
+}
+
+/* Parameters, Adam m and Adam v of every tensor in turn: 3 x hx_gpt_num_params floats, what a
+ * checkpoint holds, to compare two models bitwise. */
+static inline float *model_state(hx_gpt_t m, size_t *n)
+{
+    size_t total = 3 * hx_gpt_num_params(m), at = 0;
+    float *x = malloc(total * sizeof *x);
+    if (x == NULL) {
+        *n = 0;
+        return NULL;
+    }
+    for (int i = 0; i < hx_gpt_num_param_tensors(m); i++) {
+        hx_tensor_t t[3] = { hx_gpt_param(m, i), hx_gpt_adam_m(m, i), hx_gpt_adam_v(m, i) };
+        for (int k = 0; k < 3; k++) {
+            hx_tensor_read(t[k], x + at);
+            at += hx_tensor_numel(t[k]);
+        }
+    }
+    *n = total;
+    return x;
 }
 
 #endif /* HX_TESTUTIL_H */

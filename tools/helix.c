@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tools/helix.c: the `helix` command: dispatch to a subcommand.
- * Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, value or input). */
+ * Exit codes: 0 success, 1 runtime failure (output that could not be written included),
+ * 2 usage error (bad flag, value or input). */
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static void usage(FILE *f)
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
@@ -55,6 +56,13 @@ int main(int argc, char **argv)
         printf("helix %s\n", HX_VERSION);
         return 0;
     }
-    fprintf(stderr, "helix: error: unknown command '%s'; run 'helix --help'\n", argv[1]);
+    fprintf(stderr, "helix: error: unknown command '%s'; run 'helix --help'\n",
+            flags_esc(argv[1]));
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    /* every subcommand's stdout: output that did not reach its file is a failure (exit 1) */
+    return tools_close_stdout(run(argc, argv));
 }

@@ -3,18 +3,22 @@
  * (contract in tools/progress.h).  The bar owns the current stdout line: it is drawn with '\r'
  * and no newline, and every other print first erases it ('\r', spaces, '\r').  A step's JSON
  * object waits in `pending` until the next step, an eval or close, so an evaluation of that
- * step lands in the same object.  Test: tests/tools/progress.c. */
+ * step lands in the same object.  A write that fails (stdout or the JSON file) is remembered
+ * with its errno and reported by progress_failed: the caller stops, it is not a warning.
+ * Test: tests/tools/progress.c. */
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "helix/error.h"
 #include "tools/progress.h"
+#include "tools/tools.h"
 
 #define ETA_WINDOW 16 /* recent step times whose median predicts the rest */
 #define BAR_WIDTH 30
@@ -28,7 +32,7 @@ struct step_record {
 struct progress {
     struct progress_opts o;
     FILE *json;
-    int json_failed;           /* a write failed: warned once, no more writes */
+    int json_errno;            /* a write to it failed (its errno): no more writes */
     int pending;               /* `rec` holds a step not yet written */
     struct step_record rec;
     int bar;                   /* draw the bar at all */
@@ -50,19 +54,18 @@ static void json_num(FILE *f, const char *key, double v)
     }
 }
 
-/* A full disk must not stop a training run: say so once on stderr and keep training. */
+/* Flushed after every object, so a failure (a full disk) is seen at the step it happens
+ * and the log on disk is complete up to the last object reported. */
 static void json_check(struct progress *p)
 {
-    if (!p->json_failed && (fflush(p->json) != 0 || ferror(p->json))) {
-        p->json_failed = 1;
-        fprintf(stderr, "helix: warning: writing --log-json %s failed (%s); the JSON log stops "
-                "here, training goes on\n", p->o.json_path, strerror(errno));
+    if (p->json_errno == 0) {
+        p->json_errno = tools_output_error(p->json);
     }
 }
 
 static void json_write(struct progress *p, const struct step_record *r)
 {
-    if (p->json == NULL || p->json_failed) {
+    if (p->json == NULL || p->json_errno != 0) {
         return;
     }
     fprintf(p->json, "{\"step\": %d", r->step + 1);
@@ -103,7 +106,7 @@ static void bar_show(struct progress *p)
 {
     printf("\r%s", p->bar_text);
     p->bar_len = (int)strlen(p->bar_text);
-    fflush(stdout); /* no newline, so line buffering would hold it back */
+    tools_output_error(stdout); /* no newline, so line buffering would hold it back */
 }
 
 static void format_eta(char *buf, size_t n, double seconds)
@@ -137,6 +140,43 @@ static double median_recent_ms(const struct progress *p)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* A resumed run writes its steps again from the checkpoint's: the log keeps only what the
+ * steps up to it wrote.  Records are in step order, so the file is cut (one truncate: never
+ * half-rewritten) at the first record of a later step, or at a last line a kill left
+ * unfinished.  Not a regular file (a pipe, /dev/...): appended to as it is.  0 or an errno. */
+static int json_cut_after(const char *path, int first_step)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return errno == ENOENT ? 0 : errno; /* missing: created by the append */
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return 0;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    off_t off = 0, cut = -1;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        int step; /* 1-based: "step": first_step is the checkpoint's last step */
+        if (line[n - 1] != '\n' ||
+            (sscanf(line, "{\"step\": %d", &step) == 1 && step > first_step)) {
+            cut = off;
+            break;
+        }
+        off += n;
+    }
+    int err = ferror(f) ? EIO : 0;
+    free(line);
+    fclose(f);
+    if (err == 0 && cut >= 0 && truncate(path, cut) != 0) {
+        err = errno;
+    }
+    return err;
+}
+
 int progress_open(struct progress **pp, const struct progress_opts *o)
 {
     *pp = NULL;
@@ -150,12 +190,21 @@ int progress_open(struct progress **pp, const struct progress_opts *o)
     }
     p->bar = o->force_bar < 0 ? isatty(STDOUT_FILENO) : o->force_bar != 0;
     if (o->json_path != NULL) {
-        /* a resumed run appends, so one file holds the whole run's history */
+        /* a resumed run appends, so one file holds the whole run's history, each step once */
+        int err = o->first_step > 0 ? json_cut_after(o->json_path, o->first_step) : 0;
+        if (err != 0) {
+            fprintf(stderr, "helix: error: cannot drop the records after step %d from --log-json "
+                    "%s: %s; fix its permissions or choose another file\n", o->first_step,
+                    flags_esc(o->json_path), strerror(err));
+            free(p);
+            return HX_EIO;
+        }
         p->json = fopen(o->json_path, o->first_step > 0 ? "a" : "w");
         if (p->json == NULL) {
-            int err = errno;
+            err = errno;
             fprintf(stderr, "helix: error: cannot create --log-json %s: %s; create its "
-                    "directory or choose another file\n", o->json_path, strerror(err));
+                    "directory or choose another file\n", flags_esc(o->json_path),
+                    strerror(err));
             free(p);
             return HX_EIO;
         }
@@ -208,7 +257,7 @@ void progress_step(struct progress *p, int step, double loss, float lr, double g
                  (int)(100 * done / total), step + 1, p->o.total_steps, loss, eta);
         bar_show(p);
     } else {
-        fflush(stdout); /* a log piped to a file or `tee` should be current */
+        tools_output_error(stdout); /* a log piped to a file or `tee` should be current */
     }
 }
 
@@ -224,12 +273,12 @@ void progress_eval(struct progress *p, int step, double val_loss)
     if (had_bar) {
         bar_show(p);
     } else {
-        fflush(stdout);
+        tools_output_error(stdout);
     }
     if (p->pending && p->rec.step == step) {
         p->rec.val_loss = val_loss;
         json_flush_pending(p);
-    } else if (p->json != NULL && !p->json_failed) {
+    } else if (p->json != NULL && p->json_errno == 0) {
         json_flush_pending(p);
         fprintf(p->json, "{\"step\": %d", step + 1);
         json_num(p->json, "val_loss", val_loss);
@@ -242,23 +291,45 @@ void progress_clear(struct progress *p)
 {
     if (p != NULL) {
         bar_erase(p);
-        fflush(stdout);
+        tools_output_error(stdout);
     }
 }
 
-void progress_close(struct progress *p)
+int progress_failed(struct progress *p, char *msg, size_t n)
+{
+    int err;
+    if (p == NULL) {
+        return 0;
+    }
+    if (p->json_errno != 0) {
+        snprintf(msg, n, "writing --log-json %s failed (%s)", flags_esc(p->o.json_path),
+                 strerror(p->json_errno));
+        return HX_EIO;
+    }
+    if ((err = tools_output_error(stdout)) != 0) {
+        snprintf(msg, n, "writing standard output failed (%s)", strerror(err));
+        return HX_EIO;
+    }
+    return 0;
+}
+
+int progress_close(struct progress *p, char *msg, size_t n)
 {
     if (p == NULL) {
-        return;
+        return 0;
     }
     json_flush_pending(p);
     bar_erase(p);
-    fflush(stdout);
-    if (p->json != NULL && fclose(p->json) != 0 && !p->json_failed) {
-        fprintf(stderr, "helix: warning: closing --log-json %s failed: %s\n", p->o.json_path,
-                strerror(errno));
+    if (p->json != NULL) {
+        json_check(p);
+        if (fclose(p->json) != 0 && p->json_errno == 0) {
+            p->json_errno = errno != 0 ? errno : EIO;
+        }
+        p->json = NULL;
     }
+    int ret = progress_failed(p, msg, n);
     free(p);
+    return ret;
 }
 
 /* ---- peak FLOP/s --------------------------------------------------------------------------- */

@@ -7,6 +7,8 @@
 #ifndef HX_PROGRESS_H
 #define HX_PROGRESS_H
 
+#include <stddef.h>
+
 struct progress; /* opaque */
 
 struct progress_opts {
@@ -16,7 +18,8 @@ struct progress_opts {
     double flops_per_step;  /* model FLOPs of one optimizer step (caller computes) */
     double tokens_per_step; /* global batch * seq len */
     double peak_flops;      /* progress_measure_sgemm_peak(); 0 = unknown, no MFU */
-    const char *json_path;  /* --log-json FILE or NULL; appended to when first_step > 0 */
+    const char *json_path;  /* --log-json FILE or NULL; when first_step > 0, its records of
+                             * steps after first_step are dropped, then it is appended to */
     int force_bar;          /* -1 auto (stdout is a TTY), 0 off, 1 on */
 };
 
@@ -45,8 +48,15 @@ void progress_eval(struct progress *p, int step, double val_loss);
  * error on stderr); the next progress_step draws it again. */
 void progress_clear(struct progress *p);
 
-/* Write the pending JSON object, clear the bar, close the file, free.  NULL is a no-op. */
-void progress_close(struct progress *p);
+/* Did a write fail, to stdout or to the JSON file (flushed after every object)?  0, or
+ * HX_EIO with "writing --log-json FILE failed (errno text)" or "writing standard output
+ * failed (...)" in msg[n] (n may be 0).  Nothing is printed: the caller stops the run and
+ * reports it in its one error line.  After a JSON failure nothing more is written to it. */
+int progress_failed(struct progress *p, char *msg, size_t n);
+
+/* Write the pending JSON object, clear the bar, close the file, free; then as
+ * progress_failed, for the whole run.  NULL is a no-op (0). */
+int progress_close(struct progress *p, char *msg, size_t n);
 
 /* FLOP/s of @p workers single-threaded BLAS workers: best of 5 cblas_sgemm (n = 512) on one
  * thread after a warm-up, times @p workers (< 1 counts as 1).  Sets OpenBLAS to one thread,

@@ -4,7 +4,11 @@
  * position see only the context; later positions are padding), then draws from
  * softmax(logits / temperature) restricted to the top k, with the seeded generator, so a seed
  * repeats a sample exactly.  Tokens are bytes here (vocabulary 256); other vocabularies print
- * their ids.  Test: tests/cli/resume.sh. */
+ * their ids.  An empty prompt is a prompt: the context then starts from a newline byte (the
+ * start of a line, what the byte-level models see before a text), which is not printed.  A
+ * write that fails ends the sample with HX_EIO.  Tests: tests/cli/resume.sh,
+ * tests/cli/hostile.sh. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +84,7 @@ int sample_generate(hx_gpt_t m, const char *prompt, int ntok, float temperature,
     for (size_t i = 0; i < plen; i++) {
         ctx[n++] = (unsigned char)prompt[i] % V;
     }
-    if (n == 0) {
+    if (n == 0) { /* an empty prompt: start from the start of a line */
         ctx[n++] = '\n' % V;
     }
     struct hx_rng rng;
@@ -107,9 +111,19 @@ int sample_generate(hx_gpt_t m, const char *prompt, int ntok, float temperature,
         } else {
             fprintf(out, "%s%d", k ? " " : "", next);
         }
-        fflush(out);
+        int err = tools_output_error(out); /* flushed per token: the text appears as it grows */
+        if (err != 0) {
+            ret = HX_ERR(HX_EIO, "writing the sample to %s failed (%s); nothing more is "
+                         "generated", out == stdout ? "standard output" : "its file",
+                         strerror(err));
+        }
     }
     fputc('\n', out);
+    int err = ret == HX_OK ? tools_output_error(out) : 0;
+    if (err != 0) {
+        ret = HX_ERR(HX_EIO, "writing the sample to %s failed (%s)",
+                     out == stdout ? "standard output" : "its file", strerror(err));
+    }
     free(ctx), free(tok), free(tgt), free(logits);
     return ret;
 }
@@ -121,7 +135,8 @@ int cmd_sample(int argc, char **argv)
     float temperature = 1.0f;
     const struct flag flags[] = {
         { "load", FLAG_STRING, &load, 0, 0, "checkpoint directory or file (required)" },
-        { "prompt", FLAG_STRING, &prompt, 0, 0, "text the sample continues" },
+        { "prompt", FLAG_TEXT, &prompt, 0, 0,
+          "text the sample continues (empty: from the start of a line)" },
         { "tokens", FLAG_INT, &tokens, 1, 1 << 20, "tokens to generate" },
         { "temperature", FLAG_FLOAT, &temperature, 0, 100, "softmax temperature (0: greedy)" },
         { "top-k", FLAG_INT, &top_k, 0, 1 << 20, "sample among the k likeliest (0: all)" },
@@ -143,7 +158,8 @@ int cmd_sample(int argc, char **argv)
         return 2;
     }
     if (sched != NULL && !hx_sched_is_known(sched)) {
-        fprintf(stderr, "helix: error: unknown --sched '%s' (see helix train --help)\n", sched);
+        fprintf(stderr, "helix: error: unknown --sched '%s' (see helix train --help)\n",
+                flags_esc(sched));
         return 2;
     }
     static struct hx_checkpoint_info info;
@@ -160,6 +176,8 @@ int cmd_sample(int argc, char **argv)
     ro.workers = workers;
     ro.sched = sched;
     ret = hx_gpt_build(&m, &c, &info.optim);
+    /* the model takes the checkpoint: an input error, found before the runtime starts */
+    ret = ret == HX_OK ? hx_checkpoint_check_model(load, &info, m) : ret;
     ret = ret == HX_OK ? hx_runtime_init(&ro) : ret;
     if (ret != HX_OK) {
         hx_gpt_destroy(m);

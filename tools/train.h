@@ -69,6 +69,30 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
 extern const char *const train_model_flags[];
 /* Flags that are not stored in checkpoints (where and how a run happens, not what). */
 extern const char *const train_run_flags[];
+/* Flags each rank may set its own way under mpirun (its cores, its terminal, and the sources
+ * --config and --preset, whose resolved values are compared instead); every other resolved
+ * setting must be the same on every rank. */
+extern const char *const train_rank_flags[];
+
+/* What `helix train` was given, checked (tools/train_input.c). */
+struct train_input {
+    struct train_args a;
+    struct flag_set flags;
+    struct hx_dataset all, train, val;  /* the data, and its training and validation parts */
+    struct hx_checkpoint_info info;     /* --load's, then the one each save writes */
+    struct hx_plan plan;                /* --strand-plan, when given (have_plan) */
+    int have_plan;
+    char schedule_note[512];            /* --load: what the flags change of its LR schedule */
+};
+
+/* Parse and check everything `helix train` was given (argv, --config, --preset, the
+ * checkpoint of --load, --load-llmc's shape, the data, --save, --trace, the mesh of rank
+ * @p rank of @p size into @p mesh, --strand-plan), then claim --save.  Under mpirun (@p mpi)
+ * the ranks agree: every rank returns the same status, and rank 0 said why.  0, TRAIN_HELP,
+ * 1 (a runtime failure, e.g. data that does not fit in memory) or 2 (bad input). */
+int train_input_read(struct train_input *in, int mpi, int rank, int size, int argc,
+                     char **argv, struct hx_mesh *mesh);
+void train_input_free(struct train_input *in);
 
 /* tools/sample.c: generate @p ntok tokens after @p prompt with the model's micro-batch 0
  * (temperature 0 = greedy; top_k 0 = all) and write the text to @p out. */

@@ -24,6 +24,7 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         "ddp-bucket-size", "overlap-grad-reduce",
                                         "no-overlap-grad-reduce", "comm-timeout",
                                         "prefetch-memory", "recompute-activations", NULL };
+const char *const train_rank_flags[] = { "workers", "progress-bar", "config", "preset", NULL };
 
 static struct flag table[96];
 static int ntable;
@@ -76,7 +77,7 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("min-lr", FLAG_FLOAT, &a->min_lr, 0, 10, "learning rate at the end of the decay");
     F("lr-warmup-iters", FLAG_INT, &a->warmup, 0, 1 << 30, "linear warmup steps");
     F("lr-decay-iters", FLAG_INT, &a->decay_iters, 0, 1 << 30,
-      "step where the decay reaches --min-lr (0: --train-iters)");
+      "step where the decay reaches --min-lr (0: --train-iters; a checkpoint keeps it)");
     F("lr-decay-style", FLAG_STRING, &a->decay_style, 0, 0, "cosine, linear or constant");
     F("weight-decay", FLAG_FLOAT, &a->weight_decay, 0, 10, "AdamW decoupled weight decay");
     F("clip-grad", FLAG_FLOAT, &a->clip, 0, 1e6, "global gradient-norm clip (0: off)");
@@ -150,10 +151,12 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "all-gathered layers; the look-ahead is the layers that fit less one (at least 1); "
       "with --sched serial-comm: hx-prefetch's graph order, serialized (its baseline)");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
-      "seconds without collective progress before every rank reports and exits (0: never)");
+      "seconds (at least 1; 0: never) without collective progress before every rank reports "
+      "and exits");
     F("sample-tokens", FLAG_INT, &a->sample_tokens, 0, 1 << 20,
       "tokens sampled after training (0: none)");
-    F("sample-prompt", FLAG_STRING, &a->sample_prompt, 0, 0, "prompt of that sample");
+    F("sample-prompt", FLAG_TEXT, &a->sample_prompt, 0, 0,
+      "prompt of that sample (empty: from the start of a line)");
     flags_init(s, table, ntable);
 }
 
@@ -165,7 +168,7 @@ static int apply_preset(struct flag_set *s, const char *name)
         }
     }
     fprintf(stderr, "helix: error: unknown --preset '%s'; choose tiny, small or gpt2-124m\n",
-            name);
+            flags_esc(name));
     return 2;
 }
 
@@ -194,7 +197,19 @@ int train_args_check(struct train_args *a)
     const char *ds = a->decay_style;
     if (strcmp(ds, "cosine") != 0 && strcmp(ds, "linear") != 0 && strcmp(ds, "constant") != 0) {
         fprintf(stderr, "helix: error: --lr-decay-style '%s' is not cosine, linear or constant\n",
-                ds);
+                flags_esc(ds));
+        return 2;
+    }
+    /* Megatron: the schedule is fixed by the flags that define it, so the decay length is
+     * stored resolved (in the checkpoint's settings) and a resume with a longer --train-iters
+     * keeps it instead of stretching the decay */
+    if (a->decay_iters == 0) {
+        a->decay_iters = a->iters;
+    }
+    if (a->comm_timeout > 0 && a->comm_timeout < 1) { /* it would fire at every collective */
+        fprintf(stderr, "helix: error: --comm-timeout %g is below the 1 s minimum: a healthy "
+                "collective can wait that long; use 1 or more seconds, or 0 for no timeout\n",
+                (double)a->comm_timeout);
         return 2;
     }
     if (a->global_batch == 0) { /* Megatron: one micro-batch per data-parallel rank */
@@ -216,6 +231,15 @@ int train_args_check(struct train_args *a)
     if (tools_check_sched(a->sched) != 0) {
         return 2;
     }
+    /* one policy for everything downstream (the graph's needs, these checks, the runtime,
+     * the start-up line): --sched, else HX_SCHED, else STARPU_SCHED, else hx-prio */
+    a->sched = hx_sched_resolve(a->sched, NULL);
+    if ((hx_sched_needs(a->sched) & HX_SCHED_NEEDS_STRAND_PLAN) && a->strand_plan == NULL) {
+        fprintf(stderr, "helix: error: policy %s executes a strand plan; add --strands "
+                "--strand-plan FILE (helix plan-strands --out), or use hx-wavelet for two "
+                "strands without a plan\n", a->sched);
+        return 2;
+    }
     a->recompute_mode = HX_RECOMPUTE_NONE;
     if (a->recompute != NULL) {
         if (strcmp(a->recompute, "full") == 0) {
@@ -224,7 +248,7 @@ int train_args_check(struct train_args *a)
             a->recompute_mode = HX_RECOMPUTE_SELECTIVE;
         } else if (strcmp(a->recompute, "none") != 0) {
             fprintf(stderr, "helix: error: --recompute-activations '%s' is not a mode; use full, "
-                    "selective or none\n", a->recompute);
+                    "selective or none\n", flags_esc(a->recompute));
             return 2;
         }
         if (a->recompute_mode != HX_RECOMPUTE_NONE && (a->pp > 1 || a->strands)) {
@@ -243,15 +267,16 @@ int train_args_check(struct train_args *a)
                  (*end == '\0' || (u != NULL && end[1] == '\0'));
         if (!ok) {
             fprintf(stderr, "helix: error: --prefetch-memory '%s' is not a size; give bytes, "
-                    "optionally with K, M or G (e.g. 64M)\n", a->prefetch_memory);
+                    "optionally with K, M or G (e.g. 64M)\n", flags_esc(a->prefetch_memory));
             return 2;
         }
         a->prefetch_bytes = v * (u != NULL ? (double)(1L << (10 * (u - units + 1))) : 1.0);
-        if (a->sched == NULL ||
-            (strcmp(a->sched, "hx-prefetch") != 0 && strcmp(a->sched, "serial-comm") != 0)) {
-            fprintf(stderr, "helix: error: --prefetch-memory bounds hx-prefetch's look-ahead; "
-                    "add --sched hx-prefetch, or --sched serial-comm for the same graph order "
-                    "without overlap (or drop --prefetch-memory)\n");
+        if (!(hx_sched_needs(a->sched) &
+              (HX_SCHED_NEEDS_PREFETCH | HX_SCHED_NEEDS_SERIAL_COMM))) {
+            fprintf(stderr, "helix: error: --prefetch-memory bounds hx-prefetch's look-ahead, "
+                    "which policy %s does not run; add --sched hx-prefetch, or --sched "
+                    "serial-comm for the same graph order without overlap (or drop "
+                    "--prefetch-memory)\n", a->sched);
             return 2;
         }
     }
@@ -280,7 +305,7 @@ void train_args_model(const struct train_args *a, struct hx_gpt_config *c)
 
 void train_args_optim(const struct train_args *a, struct hx_optim_config *o)
 {
-    hx_optim_config_default(o, a->decay_iters > 0 ? a->decay_iters : a->iters);
+    hx_optim_config_default(o, a->decay_iters > 0 ? a->decay_iters : a->iters); /* resolved */
     o->lr = a->lr;
     o->min_lr = a->min_lr;
     o->warmup_iters = a->warmup;
@@ -294,26 +319,52 @@ void train_args_optim(const struct train_args *a, struct hx_optim_config *o)
     o->eps = a->adam_eps;
 }
 
-/* "N" or "AxB" (A ranks inside a node times B nodes); 0 when absent.  0 ok, 2 bad. */
+/* A positive count of ranks in decimal digits only, at most FACTOR_MAX: 0 ok, -1 not one. */
+#define FACTOR_MAX (1 << 20)
+static int parse_count(const char *v, const char **end, int *out)
+{
+    long x = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        x = x * 10 + (*p - '0');
+        if (x > FACTOR_MAX) {
+            return -1;
+        }
+    }
+    *end = p;
+    *out = (int)x;
+    return p > v && x > 0 ? 0 : -1;
+}
+
+/* "N" or "AxB" (A ranks inside a node times B nodes); 0 when absent.  0 ok, 2 bad.  Each
+ * number and the product stay at most FACTOR_MAX (ranks), so nothing overflows. */
 static int parse_factor(const char *flag, const char *v, int *s, int *s0)
 {
     *s = *s0 = 0;
     if (v == NULL) {
         return 0;
     }
-    int a = 0, b = 0, n = 0;
-    if (sscanf(v, "%dx%d%n", &a, &b, &n) == 2 && v[n] == '\0' && a > 0 && b > 0) {
-        *s = a * b;
-        *s0 = a;
-        return 0;
+    int a = 0, b = 0;
+    const char *e = v;
+    int ok = parse_count(v, &e, &a) == 0;
+    if (ok && *e == 'x') {
+        ok = parse_count(e + 1, &e, &b) == 0;
+        if (ok && (long)a * b > FACTOR_MAX) {
+            fprintf(stderr, "helix: error: --%s %dx%d asks for %ld ranks, more than the %d "
+                    "helix supports; use a factor that divides the launched ranks\n", flag, a,
+                    b, (long)a * b, FACTOR_MAX);
+            return 2;
+        }
     }
-    if (sscanf(v, "%d%n", &a, &n) == 1 && v[n] == '\0' && a > 0) {
-        *s = a;
-        return 0;
+    if (!ok || *e != '\0') {
+        fprintf(stderr, "helix: error: --%s '%s' is not a sharding factor; write N (ranks) or "
+                "AxB (A ranks inside a node times B nodes, each 1..%d), e.g. 4 or 2x2\n", flag,
+                flags_esc(v), FACTOR_MAX);
+        return 2;
     }
-    fprintf(stderr, "helix: error: --%s '%s' is not a sharding factor; write N (ranks) or AxB "
-            "(A ranks inside a node times B nodes), e.g. 4 or 2x2\n", flag, v);
-    return 2;
+    *s = b > 0 ? a * b : a;
+    *s0 = b > 0 ? a : 0;
+    return 0;
 }
 
 int train_args_schedule(const struct train_args *a)
@@ -354,24 +405,25 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
     if (sched < 0) {
         if (!quiet) {
             fprintf(stderr, "helix: error: --pipeline-schedule '%s' is not a schedule; use "
-                    "1f1b, gpipe or fold\n", a->pipeline_schedule);
+                    "1f1b, gpipe or fold\n", flags_esc(a->pipeline_schedule));
         }
         return 2;
     }
     if (a->pipeline_fold && a->pipeline_schedule != NULL && sched != HX_PIPE_FOLD) {
         if (!quiet) {
             fprintf(stderr, "helix: error: --pipeline-fold and --pipeline-schedule %s "
-                    "contradict each other; give one\n", a->pipeline_schedule);
+                    "contradict each other; give one\n", flags_esc(a->pipeline_schedule));
         }
         return 2;
     }
-    if (sched == HX_PIPE_FOLD && a->pp > 1 && a->sched != NULL &&
-        strcmp(a->sched, "serial-comm") == 0) {
+    const char *policy = hx_sched_resolve(a->sched, NULL);
+    if (sched == HX_PIPE_FOLD && a->pp > 1 &&
+        (hx_sched_needs(policy) & HX_SCHED_NEEDS_SERIAL_COMM)) {
         if (!quiet) { /* measured: serialized in submission order, fold stages deadlock */
-            fprintf(stderr, "helix: error: --sched serial-comm cannot run the folded W: it "
-                    "runs collectives and compute in submission order, and the W's sends and "
+            fprintf(stderr, "helix: error: policy %s cannot run the folded W: it runs "
+                    "collectives and compute in submission order, and the W's sends and "
                     "receives, emitted apart, then wait on each other across stages; take the "
-                    "no-overlap baseline on a 1F1B pipeline (drop --pipeline-fold)\n");
+                    "no-overlap baseline on a 1F1B pipeline (drop --pipeline-fold)\n", policy);
         }
         return 2;
     }

@@ -23,7 +23,10 @@
  * `timeout` seconds, the progress thread prints on every waiting rank
  *   helix: error: [rank R] no collective progress for T s (--comm-timeout): waiting on
  *   channel dp seq 17 (#35 started here): allreduce of 4096 bytes with world ranks 0,2 ...
- * and ends the process with exit status 3, so a lost rank never hangs the job.
+ * and ends the process with exit status 3, so a lost rank never hangs the job.  A rank that
+ * is busy outside collectives while its peers wait for it (rank 0 waiting for a checkpoint
+ * writer) joins a host collective more often than the timeout (hx_comm_timeout): a
+ * heartbeat, so a slow write is progress and a dead writer rank is still caught.
  *
  * HX_COMM_LOG=1 prints one line per completed collective task on stderr (op, channel, seq,
  * post and completion times, bytes, StarPU's clock at completion), to line up with a trace.
@@ -55,6 +58,17 @@ int hx_mpi_world_rank(void);
 int hx_mpi_local_size(void);
 /** Abort every rank of the job (after a rank-local failure that peers cannot see). */
 void hx_mpi_abort(int status);
+/**
+ * Before the comm engine opens (plain blocking MPI on the world, from the main thread; a
+ * world of one without MPI): how the ranks agree on their input at start.
+ * hx_mpi_max_int: the largest @p value of any rank, on every rank.
+ * hx_mpi_bcast_text: rank 0's NUL-terminated @p text (at most @p cap bytes with the NUL) on
+ * every rank.  hx_mpi_first_flagged: the lowest rank whose @p flag is nonzero, or -1, on
+ * every rank; rank 0 receives that rank's @p text into out[cap] (truncated).
+ */
+int hx_mpi_max_int(int value);
+int hx_mpi_bcast_text(char *text, unsigned long cap);
+int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long cap);
 
 struct hx_comm_opts {
     double timeout;   /**< watchdog seconds (--comm-timeout); <= 0 disables it */
@@ -71,6 +85,8 @@ void hx_comm_close(void);
 int hx_comm_is_open(void);
 /** The mesh given to hx_comm_open (NULL when closed). */
 const struct hx_mesh *hx_comm_mesh(void);
+/** The watchdog's timeout in seconds given to hx_comm_open (0: none, or not open). */
+double hx_comm_timeout(void);
 
 /** Counters since hx_comm_open (benchmarks and tests). */
 struct hx_comm_stats {

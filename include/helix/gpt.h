@@ -87,7 +87,15 @@ struct hx_parallel_config {
                                   *   (helix/plan.h), applied to every (forward layer, backward
                                   *   layer) pair of an SI block whose ops match it; NULL:
                                   *   none (the layers' ops in emission order) */
-    int prefetch;                /**< 1: hx-prefetch's graph order under parameter sharding
+    unsigned sched_needs;        /**< what the policy that runs the graph needs from it
+                                  *   (hx_sched_needs of include/helix/sched.h):
+                                  *   HX_SCHED_NEEDS_PREFETCH turns prefetch on,
+                                  *   HX_SCHED_NEEDS_SERIAL_COMM adds serial-comm's control
+                                  *   edges (hx_graph_serialize_comm) to the step and to
+                                  *   evaluation's tail */
+    int prefetch;                /**< 1 (or HX_SCHED_NEEDS_PREFETCH; 1 alone gives it to
+                                  *   another policy: serial-comm's baseline of it):
+                                  *   hx-prefetch's graph order under parameter sharding
                                   *   (s_p > 1): each layer's parameters all-gathered
                                   *   prefetch-depth layers ahead into depth + 1 rotating
                                   *   slots, a gather skipped while its slot still holds the

@@ -7,8 +7,10 @@
  * it reads and writes with their access modes, its arguments, and the metadata schedulers,
  * planners and the simulator read (kind, lane, layer, micro-batch, strand, phase, flops,
  * bytes, segment).  The node order is the sequential task flow: dependencies are the
- * read/write conflicts on tiles in that order (hx_graph_deps), exactly as StarPU derives
- * them at submission.  Building a graph never touches StarPU.
+ * read/write conflicts on tiles in that order, exactly as StarPU derives them at submission,
+ * and the barriers between nodes that share no data: control edges (hx_graph_control, e.g.
+ * serial-comm's) and a strand plan's steps.  hx_graph_deps lists both kinds.  Building a
+ * graph never touches StarPU.
  */
 #ifndef HELIX_GRAPH_H
 #define HELIX_GRAPH_H
@@ -74,6 +76,23 @@ struct hx_cursor {
 
 #define HX_GRAPH_CHANNELS 16
 
+/** A control edge: node @c to waits for node @c from (from < to). */
+struct hx_edge {
+    int from, to;
+};
+
+/** What hx_graph_submit keeps per graph until hx_graph_wait (graphs/submit.c), so graphs in
+ *  flight at once never share a StarPU tag. */
+struct hx_graph_tags {
+    unsigned long long base;  /**< the tag of node i is base + i: a range of 2^32 ids taken
+                               *   from a process-wide counter at the graph's first
+                               *   submission that needs tags (0: none taken yet) */
+    int n, cap;
+    int *nodes;               /**< nodes whose tags were declared since the last wait */
+    unsigned char *declared;  /**< per node (cap_declared entries): 1 while declared */
+    int cap_declared;
+};
+
 struct hx_graph {
     int ntensors, cap_tensors;
     struct hx_tensor **tensors;
@@ -83,6 +102,9 @@ struct hx_graph {
     int coll_seq[HX_GRAPH_CHANNELS]; /**< collectives emitted so far per channel */
     struct hx_tensor *tokens[HX_GRAPH_CHANNELS]; /**< channel tokens, created on first use */
     int chan_lane[HX_GRAPH_CHANNELS]; /**< enum hx_lane of each channel (0: intra-node) */
+    int nctrl, cap_ctrl;
+    struct hx_edge *ctrl;            /**< control edges, sorted by (to, from), no repeats */
+    struct hx_graph_tags tags;       /**< submission state (graphs/submit.c) */
 };
 
 typedef struct hx_graph *hx_graph_t;
@@ -117,6 +139,29 @@ static inline struct hx_ref hx_ref_of(const struct hx_tensor *t, int tile, enum 
 /** Allocate and register every tensor (see hx_tensor_realize). */
 int hx_graph_realize(hx_graph_t g);
 
+/* ---- control edges: orders the data do not imply ---- */
+
+/**
+ * Make node @p to wait for node @p from, with no tile between them: a barrier a policy
+ * needs (include/helix/sched.h) or a program wants.  from < to, so the node order stays a
+ * topological order; add control edges once the order is final (a strand plan reorders
+ * nodes as they are emitted).  hx_graph_deps lists the edge, --dump-dot draws it and
+ * hx_graph_submit makes it a StarPU tag dependency.  An edge given twice is kept once.
+ * @return HX_OK, or HX_EINVAL (reported) for ids out of order or range.
+ */
+int hx_graph_control(hx_graph_t g, int from, int to);
+/**
+ * serial-comm's barriers (HX_SCHED_NEEDS_SERIAL_COMM), as control edges: nodes
+ * [first, last) are cut into runs of compute nodes and runs of collectives, in node order,
+ * and every node waits for every node of the run before its own, so a collective starts
+ * after all earlier compute and compute after the collectives before it.  Collectives of
+ * one run stay unordered among themselves and post together, so a pipeline's send and recv
+ * emitted side by side still meet.  Nodes outside the range get no edge: call it once per
+ * range that is submitted as one (a training step, evaluation's tail).
+ * @return HX_OK, or HX_EINVAL for a range outside the graph.
+ */
+int hx_graph_serialize_comm(hx_graph_t g, int first, int last);
+
 /* ---- topology: dependencies implied by the sequential task flow ---- */
 
 /** Edges as CSR: the predecessors of node i are pred[off[i] .. off[i+1]-1], each < i. */
@@ -127,13 +172,14 @@ struct hx_deps {
 };
 
 /**
- * The nodes node @p i waits for at a strand plan's barrier: every node of its block's
- * previous segment (a block's nodes are contiguous, in segment order).  Writes at most
- * @p max ids into @p preds (NULL: only count) and returns how many there are.
+ * The nodes node @p i waits for with no data between them, each once: its control edges'
+ * sources, and at a strand plan's barrier every node of its block's previous segment (a
+ * block's nodes are contiguous, in segment order).  Writes at most @p max ids into
+ * @p preds (NULL: only count) and returns how many there are.
  */
 int hx_graph_barrier_preds(const struct hx_graph *g, int i, int *preds, int max);
 /** Read-after-write, write-after-read and write-after-write dependencies on tiles, and the
- *  barriers of strand plans. */
+ *  barriers (control edges and strand plans' steps). */
 int hx_graph_deps(const struct hx_graph *g, struct hx_deps *d);
 void hx_deps_free(struct hx_deps *d);
 /** Longest path in flops from any source (critical path), and per-node level (depth). */
@@ -147,7 +193,8 @@ void hx_graph_prioritize(struct hx_graph *g, const struct hx_deps *d, int max_pr
 /** Checks that @p order (n node ids) is a topological order of @p d; returns 1 if so. */
 int hx_deps_is_topological(const struct hx_deps *d, const int *order);
 
-/** Write the graph in Graphviz DOT: one box per node, colored by phase, with its edges. */
+/** Write the graph in Graphviz DOT: one box per node, colored by phase, with its edges
+ *  (hx_graph_deps: data dependencies and barriers). */
 int hx_graph_write_dot(const struct hx_graph *g, FILE *f);
 
 /* ---- submission (graphs/submit.c) ---- */
@@ -155,6 +202,10 @@ int hx_graph_write_dot(const struct hx_graph *g, FILE *f);
 /**
  * Submit every node in order as one StarPU task carrying the node (task->sched_data and
  * cl_arg point to it); returns once all are queued.  Nodes [first, last) only, -1 = all.
+ * Barriers (hx_graph_barrier_preds) become StarPU tag dependencies, in this graph's own
+ * range of tags: on the barrier's nodes submitted since the last hx_graph_wait of @p g
+ * (others are not in flight).  Other graphs may be in flight at the same time; one thread
+ * submits and waits.  A node with a barrier is submitted at most once between waits.
  * @return HX_OK or a negative status (reported).
  */
 int hx_graph_submit(hx_graph_t g, int first, int last);
@@ -175,7 +226,8 @@ struct hx_task_time {
  * start_us = end_us = the termination time.  Used by the overlap profiler.
  */
 int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time *times);
-/** Wait for all submitted tasks; @return the run status (HX_OK if no task failed). */
+/** Wait for all submitted tasks (of every graph), then release @p g's tags, so its next
+ *  submission can declare them again; @return the run status (HX_OK if no task failed). */
 int hx_graph_wait(hx_graph_t g);
 
 #ifdef __cplusplus

@@ -6,6 +6,9 @@
  * helix's own policies (hx-prio, ...) and any policy a program registers are looked up
  * first; any other name is passed to StarPU as one of its built-in policies (eager, prio,
  * lws, dmda, ...), which stay selectable as baselines.
+ * A policy only picks among ready tasks; an order it relies on that the data do not imply
+ * is part of the graph, asked for by its needs (enum hx_sched_need), which the graph builder
+ * reads instead of the policy's name, so a registered policy can ask for the same.
  */
 #ifndef HELIX_SCHED_H
 #define HELIX_SCHED_H
@@ -16,13 +19,40 @@ extern "C" {
 
 struct starpu_sched_policy;
 
+/** What a policy needs from the graph it runs (a bit set; hx_sched_needs).  The graph
+ *  builder (hx_parallel_config.sched_needs) emits these orders into the IR, where
+ *  hx_graph_deps, --dump-dot and the planners see them. */
+enum hx_sched_need {
+    HX_SCHED_NEEDS_PREFETCH = 1u << 0,    /**< hx-prefetch's graph order under parameter
+                                           *   sharding (hx_parallel_config.prefetch) */
+    HX_SCHED_NEEDS_SERIAL_COMM = 1u << 1, /**< runs of compute and runs of collectives
+                                           *   serialized by control edges
+                                           *   (hx_graph_serialize_comm) */
+    HX_SCHED_NEEDS_STRAND_PLAN = 1u << 2, /**< the policy executes a strand plan's steps:
+                                           *   the graph needs one (helix train:
+                                           *   --strands --strand-plan FILE) */
+};
+#define HX_SCHED_NEEDS_ALL (HX_SCHED_NEEDS_PREFETCH | HX_SCHED_NEEDS_SERIAL_COMM | \
+                            HX_SCHED_NEEDS_STRAND_PLAN)
+
 /**
- * Make @p policy selectable by its policy_name.  Call before hx_runtime_init.
- * @return HX_OK, or HX_EINVAL if the name is taken or the table is full.
+ * Make @p policy selectable by its policy_name, with what it @p needs from the graph
+ * (enum hx_sched_need bits, 0 for none).  Call before hx_runtime_init.
+ * @return HX_OK, or HX_EINVAL if the name is taken, a need unknown or the table full.
  */
-int hx_sched_register(struct starpu_sched_policy *policy);
+int hx_sched_register(struct starpu_sched_policy *policy, unsigned needs);
 /** helix or registered policy of that name, or NULL. */
 struct starpu_sched_policy *hx_sched_find(const char *name);
+/** The needs of the policy @p name (helix's or registered); 0 for StarPU's and unknown. */
+unsigned hx_sched_needs(const char *name);
+/**
+ * The policy a run uses, resolved in one place: @p requested (--sched, hx_runtime_opts.sched)
+ * when given, else HX_SCHED, else STARPU_SCHED, else "hx-prio" (an empty value counts as not
+ * given).  A known name comes back as the registry's own string (valid for the process);
+ * an unknown one as given, to be reported.  @p source, if not NULL, gets where the name came
+ * from: NULL for @p requested, "HX_SCHED", "STARPU_SCHED" or "the default".
+ */
+const char *hx_sched_resolve(const char *requested, const char **source);
 /** Nonzero if @p name is one of StarPU's built-in policies. */
 int hx_sched_is_starpu_builtin(const char *name);
 /** Nonzero if @p name can be selected (ours, registered or StarPU's). */
@@ -43,18 +73,18 @@ int hx_sched_task_is_comm(const void *starpu_task);
  *  when there is nothing to communicate, as on one rank) reserved for communication tasks. */
 extern struct starpu_sched_policy hx_sched_prio;
 /** DHelix's executor: a strand plan's steps (SI blocks) first, in order, alternating the two
- *  strands between workers so paired ops co-run; otherwise as hx-prio. */
+ *  strands between workers so paired ops co-run; otherwise as hx-prio.  Needs a strand plan
+ *  (HX_SCHED_NEEDS_STRAND_PLAN). */
 extern struct starpu_sched_policy hx_sched_strand;
 /** Wavelet+ baseline: hx-prio's order, taking the two strands round-robin. */
 extern struct starpu_sched_policy hx_sched_wavelet;
-/** hx-prefetch (AxoNN): collectives first, compute in submission (topological) order; the
- *  model builder's prefetch order (hx_parallel_config.prefetch) comes with it. */
+/** hx-prefetch (AxoNN): collectives first, compute in submission (topological) order; needs
+ *  the model builder's prefetch order (HX_SCHED_NEEDS_PREFETCH). */
 extern struct starpu_sched_policy hx_sched_prefetch;
 /** serial-comm: the no-overlap baseline (collectives and compute never run at once):
- *  hx-prio's heaps; hx_graph_submit serializes runs of compute and of collectives. */
+ *  hx-prio's heaps; needs runs of compute and of collectives serialized by control edges
+ *  (HX_SCHED_NEEDS_SERIAL_COMM). */
 extern struct starpu_sched_policy hx_sched_serial_comm;
-/** Nonzero when serial-comm runs the global context (hx_graph_submit asks). */
-int hx_sched_serial_comm_active(void);
 
 #ifdef __cplusplus
 }

@@ -84,3 +84,66 @@ rc_is() { [ "$RC" -eq "$1" ]; }
 out_has() { grep -q -e "$1" "$OUT"; }
 err_has() { grep -q -e "$1" "$ERR"; }
 lines() { wc -l <"$1" | tr -d ' '; }
+
+# ---- input errors: the scripts that feed helix bad input ----
+# has_words 'WORD|WORD...': every WORD (literal text, split on '|' only) is in $ERR.
+# one_error STATUS 'WORD|...': exit STATUS, and stderr is exactly one "helix: error:" line
+#   naming every WORD.
+# usage_error 'WORD|...': one_error 2 with nothing on stdout (no work started).
+# bad DESC 'WORD|...' ARGS...: one check that `helix ARGS` (run by bad_run: `run timeout 50`
+#   unless the script redefines it) is a usage_error and the kept directory is unchanged.
+# good_checkpoint DIR FLAGS...: train 3 steps with FLAGS, saving to DIR (or bail out: the
+#   cases need it), then keep DIR.
+# keep DIR: remember DIR's file names and checksums (its .lock aside: it holds a pid);
+#   unchanged: DIR is byte for byte as kept.
+# latest_is DIR STEP: DIR/latest names the checkpoint of STEP.
+# bytes B...: the bytes of values B; le32 N, le16 N: N as little-endian bytes; zeros N.
+has_words() {
+    set -f
+    hw_ifs=$IFS
+    IFS='|'
+    hw_missing=0
+    for hw_word in $1; do
+        grep -q -F -e "$hw_word" "$ERR" || hw_missing=1
+    done
+    IFS=$hw_ifs
+    set +f
+    return "$hw_missing"
+}
+one_error() {
+    [ "$RC" -eq "$1" ] && [ "$(lines "$ERR")" -eq 1 ] && err_has '^helix: error: ' &&
+        has_words "$2"
+}
+usage_error() { one_error 2 "$1" && [ ! -s "$OUT" ]; }
+bad_run() { run timeout 50 "$HELIX" "$@"; }
+bad() {
+    bad_desc=$1
+    bad_words=$2
+    shift 2
+    bad_run "$@"
+    # shellcheck disable=SC2016  # ok evals the check
+    ok "$bad_desc: exit 2, one line naming it" 'usage_error "$bad_words" && unchanged'
+}
+good_checkpoint() {
+    gc_dir=$1
+    shift
+    run timeout 60 "$HELIX" train "$@" --train-iters 3 --save "$gc_dir"
+    if [ "$RC" -ne 0 ] || [ ! -f "$gc_dir/ckpt-00000003.bin" ]; then
+        echo "Bail out! could not train the checkpoint the cases need"
+        diag <"$ERR"
+        exit 1
+    fi
+    keep "$gc_dir"
+}
+snapshot() { (cd "$1" && ls -A --ignore=.lock && cksum ./*); }
+keep() {
+    KEPT=$1
+    snapshot "$1" >"$TMP/kept.sum"
+}
+unchanged() { [ "$(snapshot "$KEPT")" = "$(cat "$TMP/kept.sum")" ]; }
+# shellcheck disable=SC2059  # the format is made of octal escapes
+bytes() { printf "$(printf '\\%03o' "$@")"; }
+le32() { bytes $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+le16() { bytes $(($1 & 255)) $(($1 >> 8 & 255)); }
+latest_is() { [ "$(cat "$1/latest" 2>/dev/null)" = "$(printf 'ckpt-%08d.bin' "$2")" ]; }
+zeros() { dd if=/dev/zero bs="$1" count=1 2>/dev/null; }

@@ -46,12 +46,13 @@ same_vals() {
 }
 # saved NAME: the step of the last "saved checkpoint of step S" line of run NAME (or 0).
 saved() { sed -n 's/^saved checkpoint of step \([0-9]*\) .*/\1/p' "$TMP/$1.out" | tail -n 1; }
-latest_is() { [ "$(cat "$1/latest" 2>/dev/null)" = "$(printf 'ckpt-%08d.bin' "$2")" ]; }
-# Only ckpt-*.bin files (at most two) and `latest` in DIR; "$2" more names allowed (pattern).
+# Only ckpt-*.bin files (at most two), `latest` and the run's lock (.lock) in DIR; "$2" more
+# names allowed (pattern).
 tidy() {
     n=$(find "$1" -name 'ckpt-*.bin' | wc -l)
     [ "$n" -ge 1 ] && [ "$n" -le 2 ] && [ -f "$1/latest" ] &&
-        [ -z "$(find "$1" -type f ! -name 'ckpt-*.bin' ! -name latest ! -name "${2:-latest}")" ]
+        [ -z "$(find "$1" -type f ! -name 'ckpt-*.bin' ! -name latest ! -name .lock \
+            ! -name "${2:-latest}")" ]
 }
 
 # interrupt SIG AT NAME: `helix train $ARGS --save $TMP/NAME` in the background (under

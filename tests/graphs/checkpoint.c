@@ -4,7 +4,8 @@
  * 3 steps with bitwise-equal losses and parameters.  Saves keep the newest two files; every
  * damaged or missing checkpoint gets its documented status and is left untouched; a mismatched
  * model is refused; a save that fails part-way (file size limit) or cannot start (path under a
- * regular file) leaves the previous checkpoint and `latest` byte-for-byte as they were.
+ * regular file) leaves the previous checkpoint and `latest` byte-for-byte as they were; the
+ * model check before the runtime starts refuses a mismatched model; the fuzz seed is accepted.
  * Model: L=2, C=32, T=16, V=256, B=2 on 2 workers. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -59,22 +60,6 @@ static int same_bytes(const char *path, const void *p, size_t n)
     int same = b != NULL && m == n && memcmp(b, p, n) == 0;
     free(b);
     return same;
-}
-
-/* The sorted names in @p d, one per line, for before/after comparisons. */
-static void listing(const char *d, char *out, size_t size)
-{
-    struct dirent **e;
-    int n = scandir(d, &e, NULL, alphasort);
-    out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        if (e[i]->d_name[0] != '.') {
-            strncat(out, e[i]->d_name, size - strlen(out) - 2);
-            strcat(out, " ");
-        }
-        free(e[i]);
-    }
-    free(n >= 0 ? e : NULL);
 }
 
 static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f)
@@ -133,22 +118,6 @@ static int train(hx_gpt_t m, int first, int n, double *loss)
     return ret;
 }
 
-/* Parameters and both Adam moments, concatenated. */
-static float *state_of(hx_gpt_t m, size_t *n)
-{
-    size_t total = 3 * hx_gpt_num_params(m), at = 0;
-    float *x = malloc(total * sizeof *x);
-    for (int i = 0; i < hx_gpt_num_param_tensors(m); i++) {
-        hx_tensor_t t[3] = { hx_gpt_param(m, i), hx_gpt_adam_m(m, i), hx_gpt_adam_v(m, i) };
-        for (int k = 0; k < 3; k++) {
-            hx_tensor_read(t[k], x + at);
-            at += hx_tensor_numel(t[k]);
-        }
-    }
-    *n = total;
-    return x;
-}
-
 static void fill_info(struct hx_checkpoint_info *info, hx_gpt_t m, int64_t step)
 {
     memset(info, 0, sizeof *info);
@@ -175,7 +144,7 @@ static void resume_is_exact(void)
     ok = ok && hx_checkpoint_save(dir, m1, &saved) == HX_OK;
     ok = ok && train(m1, STEPS, STEPS, want) == HX_OK;
     char files[512];
-    listing(dir, files, sizeof files);
+    dir_listing(dir, files, sizeof files);
     tap_ok(ok && strcmp(files, "ckpt-00000003.bin latest ") == 0,
            "train %d steps and save: directory holds '%s'", STEPS, files);
 
@@ -194,7 +163,7 @@ static void resume_is_exact(void)
     tap_ok(ok && memcmp(loss, want, sizeof loss) == 0,
            "resumed steps 4-6 have bitwise-equal losses (%.9f %.9f %.9f vs %.9f %.9f %.9f)",
            loss[0], loss[1], loss[2], want[0], want[1], want[2]);
-    float *a = state_of(m1, &n1), *b = state_of(m2, &n2);
+    float *a = model_state(m1, &n1), *b = model_state(m2, &n2);
     tap_ok(n1 == n2 && memcmp(a, b, n1 * sizeof *a) == 0,
            "final parameters and Adam moments bitwise equal (%zu floats)", n1);
     free(a);
@@ -205,7 +174,7 @@ static void resume_is_exact(void)
     ok = hx_checkpoint_save(dir, m1, &saved) == HX_OK;
     fill_info(&saved, m1, 5);
     ok = ok && hx_checkpoint_save(dir, m1, &saved) == HX_OK;
-    listing(dir, files, sizeof files);
+    dir_listing(dir, files, sizeof files);
     char latest[256];
     snprintf(latest, sizeof latest, "%s/latest", dir);
     tap_ok(ok && strcmp(files, "ckpt-00000004.bin ckpt-00000005.bin latest ") == 0 &&
@@ -226,9 +195,9 @@ static void resume_is_exact(void)
     snprintf(bad, sizeof bad, "%s/flipped.bin", root);
     f[n / 2] ^= 0x10;
     spit(bad, f, n);
-    a = state_of(m2, &n1);
+    a = model_state(m2, &n1);
     st = QUIET(hx_checkpoint_load(bad, m2, &got));
-    b = state_of(m2, &n2);
+    b = model_state(m2, &n2);
     tap_ok(st == HX_EFORMAT && memcmp(a, b, n1 * sizeof *a) == 0,
            "load of a corrupted file: HX_EFORMAT, model unchanged (status %d)", st);
     free(a);
@@ -285,9 +254,9 @@ static void damaged_files(void)
     snprintf(path, sizeof path, "%s/empty", root);
     mkdir(path, 0755);
     char before[512], after[512];
-    listing(path, before, sizeof before);
+    dir_listing(path, before, sizeof before);
     s = QUIET(hx_checkpoint_peek(path, &info));
-    listing(path, after, sizeof after);
+    dir_listing(path, after, sizeof after);
     tap_ok(s == HX_EIO && strstr(msg, "no 'latest' file") != NULL && strcmp(before, after) == 0,
            "directory without 'latest': HX_EIO naming it, directory untouched");
 }
@@ -301,7 +270,7 @@ static void failed_saves(void)
     snprintf(p5, sizeof p5, "%s/ckpt-00000005.bin", dir);
     snprintf(pl, sizeof pl, "%s/latest", dir);
     unsigned char *b4 = slurp(p4, &n4), *b5 = slurp(p5, &n5), *bl = slurp(pl, &nl);
-    listing(dir, before, sizeof before);
+    dir_listing(dir, before, sizeof before);
     hx_gpt_t m = model(2, 11);
     struct hx_checkpoint_info info;
     fill_info(&info, m, 6);
@@ -316,7 +285,7 @@ static void failed_saves(void)
     setrlimit(RLIMIT_FSIZE, &old);
     struct sigaction sa;
     sigaction(SIGXFSZ, NULL, &sa);
-    listing(dir, after, sizeof after);
+    dir_listing(dir, after, sizeof after);
     tap_ok(st == HX_EIO && strstr(msg, "file too large") != NULL && strcmp(before, after) == 0 &&
            same_bytes(p4, b4, n4) && same_bytes(p5, b5, n5) && same_bytes(pl, bl, nl) &&
            sa.sa_handler == SIG_DFL,
@@ -339,9 +308,41 @@ static void failed_saves(void)
     hx_gpt_destroy(m);
 }
 
+/* (g) the model check that runs before the runtime starts, on a built, unrealized model;
+ * and the fuzz seed written by tests/fuzz/ckpt_craft.py is a checkpoint helix accepts (so the
+ * crafting tool the CLI tests use stays the format's). */
+static void prestart_and_seed(void)
+{
+    struct hx_checkpoint_info info;
+    struct hx_optim_config o;
+    struct hx_gpt_config c = base_cfg;
+    hx_gpt_t m1 = NULL, m2 = NULL;
+    hx_optim_config_default(&o, 10);
+    int ok = hx_checkpoint_peek(dir, &info) == HX_OK && hx_gpt_build(&m2, &c, &o) == HX_OK;
+    c.num_layers = 1;
+    ok = ok && hx_gpt_build(&m1, &c, &o) == HX_OK;
+    int st2 = ok ? QUIET(hx_checkpoint_check_model(dir, &info, m2)) : -100;
+    int st1 = ok ? QUIET(hx_checkpoint_check_model(dir, &info, m1)) : -100;
+    tap_ok(st2 == HX_OK && st1 == HX_EINVAL &&
+           strstr(msg, "--num-layers 2 but the model has 1") != NULL,
+           "check before the runtime: the 2-layer model takes it (%d), a 1-layer one is refused "
+           "naming --num-layers (%d)", st2, st1);
+    hx_gpt_destroy(m1);
+    hx_gpt_destroy(m2);
+
+    char seed[4096];
+    const char *src = getenv("HX_SRCDIR");
+    snprintf(seed, sizeof seed, "%s/tests/fuzz/corpus/checkpoint/valid-seed.bin",
+             src != NULL ? src : HX_ABS_SRCDIR);
+    int st = QUIET(hx_checkpoint_peek(seed, &info));
+    tap_ok(st == HX_OK && info.model.num_layers == 1 && info.model.hidden_size == 4 &&
+           info.state.step == 3 && strstr(info.args, "hidden-size = 4\n") != NULL,
+           "the fuzz seed checkpoint (L=1, C=4, step 3) is accepted (status %d)", st);
+}
+
 int main(void)
 {
-    tap_plan(18);
+    tap_plan(20);
     snprintf(root, sizeof root, "/tmp/hx-ckpt-XXXXXX");
     if (mkdtemp(root) == NULL) {
         tap_skip_all("mkdtemp failed");
@@ -356,6 +357,7 @@ int main(void)
     resume_is_exact();
     damaged_files();
     failed_saves();
+    prestart_and_seed();
     hx_data_free(&data);
     hx_runtime_shutdown();
     nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -5,7 +5,8 @@
  * PyTorch's float64 loss on it.  Checked: hx_llmc_peek gives the shape; hx_llmc_import zeroes
  * the Adam moments; hx_gpt_eval's loss (B=2, T=16) equals PyTorch's to rel. err. <= 1e-5.
  * Errors: missing file HX_EIO; truncated, extra bytes, short header, bad magic, version 2,
- * C % NH != 0 HX_EFORMAT; a model of another shape HX_EINVAL; each message names the file.
+ * C % NH != 0, a header field out of range, Vp < V, a NaN value (found by peek, which reads
+ * every value) HX_EFORMAT; a model of another shape HX_EINVAL; each message names the file.
  * Without torch the test skips, unless HX_REQUIRE_TORCH=1. */
 #include <math.h>
 #include <stdio.h>
@@ -126,9 +127,9 @@ static void import_case(int version, int seed)
 
     struct hx_dataset d;
     int dret = hx_data_load(&d, batch);
-    tap_ok(dret == HX_OK && d.vocab_size == 50257 && d.ntokens == B * T + 1,
-           "v%d: token shard: status %d, vocabulary %d, %zu tokens", version, dret, d.vocab_size,
-           d.ntokens);
+    tap_ok(dret == HX_OK && d.id_bytes == 2 && d.max_id < 300 && d.ntokens == B * T + 1,
+           "v%d: token shard: status %d, %d-byte ids up to %lu (< V = 300), %zu tokens", version,
+           dret, d.id_bytes, (unsigned long)d.max_id, d.ntokens);
 
     double loss = NAN;
     if (m != NULL && ret == HX_OK && dret == HX_OK) {
@@ -216,7 +217,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    tap_plan(2 * 5 + 10);
+    tap_plan(2 * 5 + 13);
     import_case(3, 1);
     import_case(1, 2);
 
@@ -228,7 +229,7 @@ int main(void)
     struct hx_gpt_config c = { 0 };
     hx_gpt_t m = orig != NULL && hx_llmc_peek(v3, &c) == HX_OK ? build(&c) : NULL;
     if (m == NULL) {
-        for (int i = 0; i < 10; i++) {
+        for (int i = 0; i < 13; i++) {
             tap_ok(0, "error cases: no version-3 model file to damage");
         }
     } else {
@@ -244,6 +245,10 @@ int main(void)
         bad_file("bad magic (a token shard's)", orig, n, n, 0, 20240520, m, HX_EFORMAT);
         bad_file("version 2 (bfloat16)", orig, n, n, 1, 2, m, HX_EFORMAT);
         bad_file("NH=5 does not divide C=64", orig, n, n, 5, 5, m, HX_EFORMAT);
+        bad_file("L=5000, beyond --num-layers' range", orig, n, n, 4, 5000, m, HX_EFORMAT);
+        bad_file("padded vocabulary 299 < V=300", orig, n, n, 7, 299, m, HX_EFORMAT);
+        bad_file("a NaN in wte (peek reads every value)", orig, n, n, 256 + 5, 0x7fc00000, m,
+                 HX_EFORMAT);
         hx_gpt_destroy(m);
 
         /* a model of another shape: the import refuses it and names the differing flag */

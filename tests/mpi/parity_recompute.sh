@@ -3,8 +3,9 @@
 # tests/mpi/parity_recompute.sh: activation recomputation changes no number: with
 # --recompute-activations selective and full, the losses, gradient norms and final parameters
 # are bitwise those of the same mesh without it (serial, dp 2, tp 2 with sequence
-# parallelism, ZeRO-3 np 2 under hx-prefetch), 20 steps of a 4-layer model; a bad mode and
-# an unsupported combination are refused before any work.
+# parallelism, ZeRO-3 np 2 under hx-prefetch), 20 steps of a 4-layer model (bitwise, no
+# tolerance: tests/README.md); a bad mode and an unsupported combination are refused before
+# any work.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/parity_lib.sh"

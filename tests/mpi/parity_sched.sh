@@ -5,7 +5,7 @@
 # 1 or, from --prefetch-memory, 3 layers ahead, resident layers not gathered again,
 # reduce-scatters deferred) give bitwise the losses, gradient norms and final parameters of
 # the default policy (hx-prio): data parallel (np 2), tensor parallel (np 2) and ZeRO-3
-# (np 2 and np 4), 20 steps of a 4-layer model each.
+# (np 2 and np 4), 20 steps of a 4-layer model each.  Bitwise, no tolerance (tests/README.md).
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/parity_lib.sh"

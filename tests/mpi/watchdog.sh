@@ -14,14 +14,18 @@
 #  - a stopped rank (SIGSTOP): mpirun notices nothing, the watchdog ends the survivors, and
 #    mpirun then aborts the job with their status 3, killing the stopped rank.
 # Cases: a control run; stop mid-graph; stop before a host barrier; kill mid-graph at np 4
-# (recovery); kill at np 2 (mpirun's abort); kill -9 of rank 1 of `helix train` mid-run.
+# (recovery); kill at np 2 (mpirun's abort); kill -9 of rank 1 of `helix train` mid-run;
+# a checkpoint whose write takes 2 s (tests/mpi/slow_fsync delays its fsync) with
+# --comm-timeout 1: rank 0 waits for its writer process in heartbeat all-reduces, so the job
+# completes; and rank 0 killed -9 during that wait: rank 1 is still ended by the watchdog,
+# and the writer, in a session of its own, still completes the checkpoint.
 # The jobs are tests/mpi/lost_rank.c (rank 1 vanishes in its 6th producer, see there).
-# shellcheck disable=SC2016,SC2034,SC2317  # ok evals its single-quoted checks
+# shellcheck disable=SC2016,SC2034,SC2086,SC2317  # ok evals its single-quoted checks; $TRAIN splits
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/../cli/lib.sh"
 # shellcheck source=tests/mpi/lib.sh
 . "$(dirname "$0")/lib.sh"
-plan 19
+plan 25
 LOST=$HX_BUILDDIR/tests/mpi/lost_rank
 LIMIT_MS=15000               # the launch, 3 s of watchdog and the teardown
 HX_MPI_TIMEOUT=60            # hx_mpirun's bound: a hang fails here instead of hanging make
@@ -117,4 +121,49 @@ ANY="[a-z_]* seq [0-9]* (#[0-9]* started here): [a-z_ ]* of [0-9]* bytes with wo
 ok "train: rank 0 prints the watchdog line" 'err_has "\[rank 0\] $WD $ANY$"'
 ok "train: rank 0 prints the hint" 'err_has "\[rank 0\] hint: a peer rank died or stopped"'
 ok "train: over ${ELAPSED} ms after the kill (< 10000)" '[ "$ELAPSED" -lt 10000 ]'
+
+# 20-22: a slow checkpoint write (2 s) is progress, not a lost peer
+SLOW="-x LD_PRELOAD=$HX_BUILDDIR/tests/mpi/.libs/slow_fsync.so -x HX_SLOW_FSYNC_S=2 \
+-x ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+TRAIN="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 \
+--micro-batch-size 2 --global-batch-size 16 --log-interval 1 --progress-bar 0 --sample-tokens 0 \
+--eval-interval 0 --comm-timeout 1 --save-interval 2"
+LAST_CMD="helix train at np 2, --comm-timeout 1, each checkpoint's fsync 2 s"
+HX_MPIRUN_FLAGS=$SLOW hx_mpirun 2 "$HELIX" train $TRAIN --train-iters 4 --save "$TMP/slow" \
+    >"$OUT" 2>"$ERR"
+RC=$?
+ok "a checkpoint written for 2 s, --comm-timeout 1: the job completes (status $RC)" \
+    'rc_is 0 && ! err_has "no collective progress"'
+ok "... both saves are reported complete, and 'latest' names the second" \
+    'out_has "^saved checkpoint of step 2 to $TMP/slow$" &&
+     out_has "^saved checkpoint of step 4 to $TMP/slow$" &&
+     [ "$(cat "$TMP/slow/latest")" = ckpt-00000004.bin ]'
+ok "... no .tmp is left" '[ -z "$(find "$TMP/slow" -name "*.tmp")" ]'
+
+# 23-25: rank 0 dies while rank 1 waits for its writer: the watchdog still ends rank 1
+rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
+LAST_CMD="helix train at np 2, --comm-timeout 1, slow checkpoint, rank 0 killed while it waits"
+HX_MPIRUN_FLAGS="$RECOVER $SLOW" hx_mpirun 2 sh -c "$WRAP" sh "$HELIX" train $TRAIN \
+    --train-iters 100 --save "$TMP/dead" >"$OUT" 2>"$ERR" &
+job=$!
+i=0
+while [ $i -lt 300 ] && [ ! -f "$TMP/dead/ckpt-00000002.bin.tmp" ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+kill -9 "$(cat "$HX_RC_DIR/pid.0" 2>/dev/null)" 2>/dev/null
+wait $job
+ok "rank 0 killed during its wait: rank 1 exits with status 3 (got $(rank_rc 1))" \
+    '[ "$(rank_rc 0)" = 137 ] && [ "$(rank_rc 1)" = 3 ]'
+HB="no collective progress for 1 s (--comm-timeout): waiting on channel world seq [0-9]* \
+(#[0-9]* started here): host allreduce of 12 bytes with world ranks 0,1"
+ok "... naming the heartbeat it waits on" 'err_has "\[rank 1\] $HB$"'
+i=0
+while [ $i -lt 100 ] && ! flock -n "$TMP/dead/.lock" true 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
+ok "... and the writer process, which outlives rank 0, completes the checkpoint of step 2" \
+    '[ "$(cat "$TMP/dead/latest" 2>/dev/null)" = ckpt-00000002.bin ] &&
+     [ -z "$(find "$TMP/dead" -name "*.tmp")" ]'
 finish

@@ -3,9 +3,12 @@
  * hx_sched_names() is NULL-terminated, without duplicates, hx-prio first, then registered
  * policies, then StarPU's; hx_sched_find/hx_sched_is_known/hx_sched_is_starpu_builtin agree on
  * helix, registered, StarPU and unknown names; registering a taken name (ours, StarPU's or an
- * earlier one) or past the 16-entry table fails with HX_EINVAL; hx_runtime_init rejects an
- * unknown name with HX_EINVAL, runs a registered policy, and ignores STARPU_SCHED when given a
- * name; hx_sched_task_is_comm reads the node kind.  Runs StarPU only briefly (1 worker). */
+ * earlier one), unknown needs or past the 16-entry table fails with HX_EINVAL; each policy's
+ * needs (helix's five, a registered one's, StarPU's none); hx_sched_resolve takes the request,
+ * then HX_SCHED, then STARPU_SCHED, then hx-prio, and says which; hx_runtime_init rejects an
+ * unknown name with HX_EINVAL, runs a registered policy, ignores STARPU_SCHED when given a
+ * name, and resolves the environment the same way; hx_sched_task_is_comm reads the node
+ * kind.  Runs StarPU only briefly (1 worker). */
 #include <starpu.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +52,9 @@ static const char *run_with(const char *sched, int *status)
 int main(void)
 {
     setenv("STARPU_NCPU", "1", 1);
-    tap_plan(14);
+    unsetenv("HX_SCHED");
+    unsetenv("STARPU_SCHED");
+    tap_plan(19);
 
     /* ---- the list before anything is registered ---- */
     const char *const *names = hx_sched_names();
@@ -88,6 +93,41 @@ int main(void)
                hx_sched_find(NULL) == NULL && !hx_sched_is_known(NULL),
            "unknown, empty and NULL names are not known");
 
+    tap_ok(hx_sched_needs("hx-prio") == 0 &&
+               hx_sched_needs("hx-strand") == HX_SCHED_NEEDS_STRAND_PLAN &&
+               hx_sched_needs("hx-wavelet") == 0 &&
+               hx_sched_needs("hx-prefetch") == HX_SCHED_NEEDS_PREFETCH &&
+               hx_sched_needs("serial-comm") == HX_SCHED_NEEDS_SERIAL_COMM &&
+               hx_sched_needs("eager") == 0 && hx_sched_needs("no-such-policy") == 0 &&
+               hx_sched_needs(NULL) == 0,
+           "needs: hx-strand a strand plan, hx-prefetch its order, serial-comm serialized "
+           "communication; hx-prio, hx-wavelet, StarPU's and unknown names none");
+
+    /* ---- resolving: the request, then HX_SCHED, then STARPU_SCHED, then hx-prio ---- */
+    const char *src = "unset";
+    const char *res0 = hx_sched_resolve(NULL, &src);
+    int dflt = strcmp(res0, "hx-prio") == 0 && src != NULL && strcmp(src, "the default") == 0;
+    setenv("STARPU_SCHED", "eager", 1);
+    const char *res1 = hx_sched_resolve(NULL, &src);
+    int starpu = strcmp(res1, "eager") == 0 && src != NULL && strcmp(src, "STARPU_SCHED") == 0;
+    setenv("HX_SCHED", "hx-prefetch", 1);
+    const char *res2 = hx_sched_resolve("", &src);
+    int hx = res2 == hx_sched_prefetch.policy_name && src != NULL && strcmp(src, "HX_SCHED") == 0;
+    const char *res3 = hx_sched_resolve("serial-comm", &src);
+    int flag = res3 == hx_sched_serial_comm.policy_name && src == NULL;
+    tap_ok(dflt && starpu && hx && flag,
+           "hx_sched_resolve: nothing set -> %s; STARPU_SCHED=eager -> %s; HX_SCHED=hx-prefetch "
+           "too, request \"\" -> %s (the registry's string); request serial-comm -> %s", res0, res1,
+           res2, res3);
+    setenv("HX_SCHED", "no-such-policy", 1);
+    const char *res4 = hx_sched_resolve(NULL, &src);
+    tap_ok(strcmp(res4, "no-such-policy") == 0 && src != NULL && strcmp(src, "HX_SCHED") == 0 &&
+               !hx_sched_is_known(res4),
+           "an unknown HX_SCHED comes back as given, with its source, to be reported (%s from %s)",
+           res4, src ? src : "NULL");
+    unsetenv("HX_SCHED");
+    unsetenv("STARPU_SCHED");
+
     /* ---- registering ---- */
     int nhelix = 0; /* helix's own policies lead the list */
     while (names[nhelix] != NULL && hx_sched_find(names[nhelix]) != NULL) {
@@ -96,21 +136,31 @@ int main(void)
     static struct starpu_sched_policy copy, same_name, starpu_name, noname;
     copy = hx_sched_prio; /* a working policy under another name */
     copy.policy_name = "test-copy";
-    int ret = hx_sched_register(&copy);
+    static struct starpu_sched_policy odd_needs;
+    odd_needs = hx_sched_prio;
+    odd_needs.policy_name = "test-odd-needs";
+    int rodd = hx_sched_register(&odd_needs, 1u << 9);
+    hx_run_status_reset();
+    unsigned want = HX_SCHED_NEEDS_PREFETCH | HX_SCHED_NEEDS_SERIAL_COMM;
+    int ret = hx_sched_register(&copy, want);
     names = hx_sched_names();
     tap_ok(ret == HX_OK && hx_sched_find("test-copy") == &copy && hx_sched_is_known("test-copy") &&
                nhelix >= 5 && index_of("test-copy") == nhelix,
            "registered test-copy: found, and listed right after helix's policies (index %d)",
            index_of("test-copy"));
+    tap_ok(hx_sched_needs("test-copy") == want && rodd == HX_EINVAL &&
+               !hx_sched_is_known("test-odd-needs"),
+           "a registered policy keeps its needs (0x%x), and a need that is no enum hx_sched_need "
+           "is refused (%d)", hx_sched_needs("test-copy"), rodd);
 
     same_name = hx_sched_prio;
     starpu_name = hx_sched_prio;
     starpu_name.policy_name = "eager";
     noname = hx_sched_prio;
     noname.policy_name = "";
-    int r1 = hx_sched_register(&copy), r2 = hx_sched_register(&same_name);
-    int r3 = hx_sched_register(&starpu_name), r4 = hx_sched_register(&noname);
-    int r5 = hx_sched_register(NULL);
+    int r1 = hx_sched_register(&copy, 0), r2 = hx_sched_register(&same_name, 0);
+    int r3 = hx_sched_register(&starpu_name, 0), r4 = hx_sched_register(&noname, 0);
+    int r5 = hx_sched_register(NULL, 0);
     tap_ok(r1 == HX_EINVAL && r2 == HX_EINVAL && r3 == HX_EINVAL && r4 == HX_EINVAL &&
                r5 == HX_EINVAL && hx_sched_find("eager") == NULL,
            "taken or missing names fail: test-copy again %d, hx-prio %d, eager %d, \"\" %d, "
@@ -124,7 +174,7 @@ int main(void)
         fill[i] = hx_sched_prio;
         snprintf(fill_names[i], sizeof fill_names[i], "test-fill-%d", i);
         fill[i].policy_name = fill_names[i];
-        if (hx_sched_register(&fill[i]) == HX_OK) {
+        if (hx_sched_register(&fill[i], 0) == HX_OK) {
             accepted++;
         }
     }
@@ -163,6 +213,15 @@ int main(void)
     tap_ok(p != NULL && strcmp(p, "hx-prio") == 0,
            "with STARPU_SCHED=eager, sched=\"hx-prio\" still runs hx-prio (%s)",
            p ? p : "init failed");
+
+    setenv("STARPU_SCHED", "eager", 1);
+    setenv("HX_SCHED", "test-copy", 1);
+    p = run_with(NULL, &status);
+    unsetenv("HX_SCHED");
+    const char *q = run_with(NULL, &status); /* hx_runtime_init unset STARPU_SCHED */
+    tap_ok(p != NULL && strcmp(p, "test-copy") == 0 && q != NULL && strcmp(q, "hx-prio") == 0,
+           "no name given: HX_SCHED=test-copy wins over STARPU_SCHED=eager (%s), and with "
+           "neither left the default runs (%s)", p ? p : "init failed", q ? q : "init failed");
 
     p = run_with("prio", &status);
     tap_ok(p != NULL && strcmp(p, "prio") == 0,

@@ -4,8 +4,11 @@
  * with exact text, MFU only when the peak is known, 25 JSON lines with every key and val_loss
  * on step 20 only, null for NaN.  With the bar forced on, the stream replayed as a terminal
  * shows exactly the bar-less output, and every printed line starts at a line start or right
- * after the bar was erased.  A resumed run appends to the JSON log; a JSON path in a missing
- * directory is HX_EIO.  No timing is asserted (the sgemm peak only has to be > 0). */
+ * after the bar was erased.  A resumed run drops the JSON log's records of steps after its
+ * first step (and a line a kill cut short), then appends: each step once.  A JSON path in a
+ * missing directory is HX_EIO; a write that fails (the JSON log or stdout on /dev/full) is
+ * reported by progress_failed and progress_close, naming the file and the errno.  No timing
+ * is asserted (the sgemm peak only has to be > 0). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +84,7 @@ static void feed(int force_bar, double peak, const char *json, int nan_step)
             printf("saved checkpoint of step 10\n");
         }
     }
-    progress_close(p);
+    progress_close(p, NULL, 0);
 }
 
 static int count_lines_starting(const char *text, const char *prefix)
@@ -205,7 +208,7 @@ static void check_json(const char *path)
 
 int main(void)
 {
-    tap_plan(18);
+    tap_plan(20);
     snprintf(dir, sizeof dir, "%s/hx-progress.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR")
                                                                         : "/tmp");
     if (mkdtemp(dir) == NULL) {
@@ -283,7 +286,12 @@ int main(void)
     tap_ok(lines_start_clean(raw), "bar: each line starts after '\\n' or the erase sequence");
     free(screen);
 
-    /* 4. a resumed run appends to the JSON log and reports its first step */
+    /* 4. resumed from a checkpoint of step 22 after the first run wrote 25 steps (killed after
+     * its save at 22): the records of 23..25 are dropped and written again, each step once;
+     * a last line cut short by the kill goes too */
+    FILE *jf = fopen(json, "a");
+    fputs("{\"step\": 26, \"loss\": 1.9", jf); /* no newline: the kill came mid-line */
+    fclose(jf);
     struct progress_opts ro = { .total_steps = 25, .first_step = 22, .log_interval = 10,
                                 .tokens_per_step = 1024, .json_path = json, .force_bar = 0 };
     struct progress *p;
@@ -292,12 +300,20 @@ int main(void)
     for (int s = 22; rc == HX_OK && s < 25; s++) {
         progress_step(p, s, 2.0, 1e-3f, 0.5, 50.0);
     }
-    progress_close(p);
+    int closed = progress_close(p, NULL, 0);
     capture_end();
     char *res = slurp(tmp), *js = slurp(json);
-    tap_ok(rc == HX_OK && count_lines_starting(js, "{") == 28 &&
-           strncmp(line_at(js, 25, line, sizeof line), "{\"step\": 23, ", 13) == 0,
-           "resume: 3 objects appended after the 25 (%d lines)", count_lines_starting(js, "{"));
+    int once = 1;
+    for (int i = 0; i < 25; i++) {
+        char head[32];
+        snprintf(head, sizeof head, "{\"step\": %d, ", i + 1);
+        once = once && strncmp(line_at(js, i, line, sizeof line), head, strlen(head)) == 0;
+    }
+    tap_ok(rc == HX_OK && closed == 0 && once && count_lines_starting(js, "{") == 25 &&
+           strstr(line_at(js, 22, line, sizeof line), "\"loss\": 2, ") != NULL &&
+           js[strlen(js) - 1] == '\n',
+           "resume at 22: steps 1..22 kept, 23..25 written again (%d lines, each step once)",
+           count_lines_starting(js, "{"));
     tap_ok(count_lines_starting(res, "step    23/25 ") == 1 &&
            count_lines_starting(res, "step    25/25 ") == 1 && count_lines_starting(res, "step ")
            == 2, "resume: log lines at the first step (23) and the last (25)");
@@ -313,8 +329,38 @@ int main(void)
     progress_step(NULL, 0, 1, 1, 1, 1);
     progress_eval(NULL, 0, 1);
     progress_clear(NULL);
-    progress_close(NULL);
-    tap_ok(1, "NULL progress is a no-op everywhere");
+    tap_ok(progress_close(NULL, NULL, 0) == 0 && progress_failed(NULL, NULL, 0) == 0,
+           "NULL progress is a no-op everywhere");
+
+    /* 6. lost output is a failure: the JSON log on a full device, then stdout on one */
+    struct progress_opts fo = ro;
+    fo.first_step = 0;
+    fo.json_path = "/dev/full";
+    char msg[512] = "";
+    capture_begin(path_in_dir(tmp, sizeof tmp, "full.out"));
+    rc = progress_open(&p, &fo);
+    int before = rc == HX_OK ? progress_failed(p, msg, sizeof msg) : -1;
+    progress_step(p, 0, 2.0, 1e-3f, 0.5, 50.0);
+    progress_step(p, 1, 2.0, 1e-3f, 0.5, 50.0); /* writes step 1's object: ENOSPC */
+    int after = progress_failed(p, msg, sizeof msg);
+    closed = progress_close(p, NULL, 0);
+    capture_end();
+    tap_ok(rc == HX_OK && before == 0 && after == HX_EIO && closed == HX_EIO &&
+           strcmp(msg, "writing --log-json /dev/full failed (No space left on device)") == 0,
+           "--log-json /dev/full: progress_failed says '%s'", msg);
+    fo.json_path = NULL;
+    msg[0] = '\0';
+    capture_begin("/dev/full");
+    rc = progress_open(&p, &fo);
+    progress_step(p, 0, 2.0, 1e-3f, 0.5, 50.0); /* the first step's log line, flushed */
+    after = progress_failed(p, msg, sizeof msg);
+    closed = progress_close(p, NULL, 0);
+    capture_end();
+    clearerr(stdout);
+    tap_ok(rc == HX_OK && after == HX_EIO && closed == HX_EIO &&
+           strcmp(msg, "writing standard output failed (No space left on device)") == 0,
+           "stdout on /dev/full: progress_failed says '%s'", msg);
+
     double peak = progress_measure_sgemm_peak(2);
     tap_ok(peak > 0 && isfinite(peak), "sgemm peak of 2 workers: %.1f GFLOP/s", peak / 1e9);
 
@@ -325,8 +371,8 @@ int main(void)
     free(res);
     free(js);
     const char *const files[] = { "plain.out", "nomfu.out", "bar.out", "log.json",
-                                  "nomfu.json", "resume.out" };
-    for (int i = 0; i < 6; i++) {
+                                  "nomfu.json", "resume.out", "full.out" };
+    for (int i = 0; i < 7; i++) {
         unlink(path_in_dir(tmp, sizeof tmp, files[i]));
     }
     rmdir(dir);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/output.c: a write that fails (a full disk, /dev/full, a closed pipe) is a failure of
+ * the command, not a detail: `helix version >/dev/full` exits 1, not 0 with nothing written.
+ * stdio keeps only a sticky error flag, and after a failed flush glibc drops the buffer, so
+ * the next flush succeeds and the errno is gone: the first one seen on stdout is kept here.
+ * Test: tests/cli/hostile.sh. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/tools.h"
+
+static int stdout_errno; /* stdout's first failure, kept */
+
+int tools_output_error(FILE *f)
+{
+    errno = 0;
+    int err = fflush(f) != 0 ? (errno != 0 ? errno : EIO) : ferror(f) ? EIO : 0;
+    if (f != stdout) {
+        return err;
+    }
+    if (stdout_errno == 0) {
+        stdout_errno = err;
+    }
+    return stdout_errno;
+}
+
+int tools_close_stdout(int status)
+{
+    int err = tools_output_error(stdout);
+    errno = 0;
+    if (fclose(stdout) != 0 && err == 0) {
+        err = errno != 0 ? errno : EIO;
+    }
+    if (err == 0 || status != 0) {
+        return status;
+    }
+    fprintf(stderr, "helix: error: writing standard output failed (%s): the output is lost or "
+            "incomplete; write it where there is room (a full disk or a closed pipe?)\n",
+            strerror(err));
+    return 1;
+}
