@@ -97,7 +97,8 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("save-interval", FLAG_INT, &a->save_interval, 1, 1 << 30, "steps between checkpoints");
     F("load", FLAG_STRING, &a->load, 0, 0, "resume from a checkpoint directory or file");
     F("load-llmc", FLAG_STRING, &a->load_llmc, 0, 0,
-      "start from llm.c GPT-2 weights (gpt2_124M.bin layout)");
+      "start from llm.c GPT-2 weights (gpt2_124M.bin layout); the model's shape is the "
+      "file's");
     /* run */
     F("preset", FLAG_STRING, &a->preset, 0, 0, "model preset: tiny, small, gpt2-124m");
     F("config", FLAG_STRING, &a->config, 0, 0, "file of 'key = value' lines; flags win");
