@@ -461,6 +461,17 @@ int cmd_train(int argc, char **argv)
     ret = ret == HX_OK ? 0 : 1;
 out:
     progress_close(r.progress, NULL, 0); /* a failure was reported */
+    if (r.mpi && (r.stop == SIGTERM || r.stop == SIGINT)) {
+        /* mpirun's SIGKILL follows within a second, and the step took part of it: no
+         * teardown (StarPU's shutdown, the frees: hundreds of ms under ASan), nor
+         * MPI_Finalize, which would wait for the kill.  Open MPI 4.1's mpirun also ends the
+         * grace period as soon as one rank exits (the SIGCHLD cuts its sleep short) and
+         * SIGKILLs the others, so every rank meets here and then exits at once, its
+         * checkpoint with its writer, which holds its own copy of the state. */
+        hx_mpi_max_int(0);
+        fflush(NULL);
+        _exit(ret);
+    }
     if (hx_comm_is_open()) {
         hx_comm_close();
     }
@@ -468,19 +479,9 @@ out:
     if (r.runtime_up) {
         hx_runtime_shutdown();
     }
-    /* mpirun's kill sequence: MPI_Finalize would wait for the kill (see the end) */
-    int killed_soon = r.mpi && (r.stop == SIGTERM || r.stop == SIGINT);
-    if (r.mpi && !killed_soon) {
+    if (r.mpi) {
         hx_mpi_finalize();
     }
     train_input_free(&r.in);
-    if (killed_soon) {
-        /* Open MPI 4.1's mpirun ends the grace period of its kill sequence as soon as one
-         * rank exits (the SIGCHLD cuts its sleep short) and SIGKILLs the others, so every
-         * rank meets here and then exits at once, its checkpoint with its writer */
-        hx_mpi_max_int(0);
-        fflush(NULL);
-        _exit(ret);
-    }
     return ret;
 }

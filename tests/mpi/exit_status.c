@@ -6,7 +6,9 @@
  * outside that group sees the real status: PTRACE_SEIZE (no stop), pass every signal on
  * unchanged, and print how the process ended.
  *
- *   exit_status PID     prints "attached" once seized, then "exited N" or "killed by SIGNAL"
+ *   exit_status PID     prints "attached" once seized, then "exited N" or "killed by SIGNAL",
+ *                       and then, when a SIGTERM reached it, "S s after SIGTERM": how long
+ *                       it ran after its first SIGTERM (against mpirun's 1 s grace)
  * Exit status: 0 once it printed how PID ended; 2 bad usage; 77 when it may not trace PID
  * (not root under Yama's ptrace_scope >= 1: the caller skips its checks). */
 #define _GNU_SOURCE
@@ -17,6 +19,23 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* after the line of how PID ended, the time since its first SIGTERM (t_term > 0) */
+static int ended(double t_term)
+{
+    if (t_term > 0) {
+        printf("%.2f s after SIGTERM\n", now_s() - t_term);
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -33,6 +52,7 @@ int main(int argc, char **argv)
     }
     printf("attached\n");
     fflush(stdout);
+    double t_term = 0;
     for (;;) {
         int st;
         if (waitpid((pid_t)pid, &st, __WALL) < 0) {
@@ -44,11 +64,11 @@ int main(int argc, char **argv)
         }
         if (WIFEXITED(st)) {
             printf("exited %d\n", WEXITSTATUS(st));
-            return 0;
+            return ended(t_term);
         }
         if (WIFSIGNALED(st)) {
             printf("killed by %s\n", sigabbrev_np(WTERMSIG(st)));
-            return 0;
+            return ended(t_term);
         }
         if (WIFSTOPPED(st)) {
             int sig = WSTOPSIG(st), event = st >> 16;
@@ -58,6 +78,7 @@ int main(int argc, char **argv)
             } else if (event == PTRACE_EVENT_STOP) { /* the notice that SIGCONT resumed it */
                 ptrace(PTRACE_CONT, (pid_t)pid, NULL, NULL);
             } else { /* a signal on its way: deliver it */
+                t_term = sig == SIGTERM && t_term == 0 ? now_s() : t_term;
                 ptrace(PTRACE_CONT, (pid_t)pid, NULL, (void *)(long)sig);
             }
         }
