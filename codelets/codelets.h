@@ -45,14 +45,54 @@ extern struct starpu_codelet hx_cl_allreduce, hx_cl_allgather, hx_cl_reduce_scat
 #define HX_PERFMODEL(var, sym) \
     static struct starpu_perfmodel var = { .type = STARPU_HISTORY_BASED, .symbol = (sym) }
 
-/* Defines `struct starpu_codelet hx_cl_<name>` around one CPU function (and a CUDA one when
- * HX_HAVE_CUDA and the op has a CUDA launcher; see matmul.c). */
+/* Elements of buffer i, which must be contiguous (ld == cols) and hold n elements when
+ * n >= 0: element-wise kernels walk such a tile as one flat array. */
+static inline long hx_buf_flat(void *buffers[], int i, long n, const char *op)
+{
+    int rows = HX_BUF_ROWS(buffers, i);
+    int cols = HX_BUF_COLS(buffers, i);
+    HX_ASSERT(HX_BUF_LD(buffers, i) == cols, "%s: buffer %d not contiguous (ld %d, cols %d)", op,
+              i, HX_BUF_LD(buffers, i), cols);
+    long m = (long)rows * cols;
+    HX_ASSERT(n < 0 || m == n, "%s: buffer %d has %ld elements, expected %ld", op, i, m, n);
+    return m;
+}
+
+/* The device slots of a codelet: StarPU picks among the implementations a codelet has, and
+ * a worker runs only the one of its kind.  OpenCL launchers (codelets/opencl/) run when
+ * StarPU has OpenCL and configure found CLBlast; CUDA launchers (codelets/cuda/) are
+ * compiled when configure found CUDA, and run only under a CUDA-enabled StarPU. */
+#include "codelets/opencl/opencl.h"
+#if HX_HAVE_CUDA
+#define HX_CUDA_SLOT(f) .cuda_funcs = { f }, .cuda_flags = { STARPU_CUDA_ASYNC },
+#else
+#define HX_CUDA_SLOT(f)
+#endif
+
+/* Defines `struct starpu_codelet hx_cl_<cname>` around one CPU function: the collectives,
+ * which run only on CPU workers (the communication lane). */
 #define HX_CODELET(cname, sname, cpu)                                                         \
     HX_PERFMODEL(cname##_model, "hx_" sname);                                                 \
     struct starpu_codelet hx_cl_##cname = {                                                   \
         .name = sname,                                                                        \
         .cpu_funcs = { cpu },                                                                 \
         .cpu_funcs_name = { #cpu },                                                           \
+        .nbuffers = STARPU_VARIABLE_NBUFFERS,                                                 \
+        .model = &cname##_model,                                                              \
+    }
+
+/* A compute codelet: the CPU function @p cpu and the device launchers hx_<cname>_opencl
+ * (codelets/opencl/<family>.c) and hx_<cname>_cuda (codelets/cuda/<family>.cu). */
+#define HX_CODELET_DEV(cname, sname, cpu)                                                     \
+    void hx_##cname##_opencl(void *buffers[], void *cl_arg);                                  \
+    void hx_##cname##_cuda(void *buffers[], void *cl_arg);                                    \
+    HX_PERFMODEL(cname##_model, "hx_" sname);                                                 \
+    struct starpu_codelet hx_cl_##cname = {                                                   \
+        .name = sname,                                                                        \
+        .cpu_funcs = { cpu },                                                                 \
+        .cpu_funcs_name = { #cpu },                                                           \
+        HX_OPENCL_SLOT(hx_##cname##_opencl)                                                   \
+        HX_CUDA_SLOT(hx_##cname##_cuda)                                                       \
         .nbuffers = STARPU_VARIABLE_NBUFFERS,                                                 \
         .model = &cname##_model,                                                              \
     }

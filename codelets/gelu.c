@@ -2,7 +2,8 @@
 /* codelets/gelu.c: GPT-2 GELU (tanh approximation), elementwise on a contiguous tile
  * (ld == cols, so a tile of rows x cols is n = rows*cols floats):
  *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  dinp = gelu'(inp) * dout (=).
- * Reference: codelets/ref/gelu_ref.c.  Test: tests/codelets/gelu.c. */
+ * Device forms: codelets/kernels/gelu.cl.  Reference: codelets/ref/gelu_ref.c.
+ * Test: tests/codelets/gelu.c, tests/device/kernels.c. */
 #include <math.h>
 
 #include "codelets/codelets.h"
@@ -36,19 +37,6 @@ HX_VECTOR_CLONES void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float
     }
 }
 
-/* Elements of buffer i, which must be contiguous and hold n elements when n >= 0: the kernels
- * walk the tile as one flat array. */
-static long flat_size(void *buffers[], int i, long n, const char *op)
-{
-    int rows = HX_BUF_ROWS(buffers, i);
-    int cols = HX_BUF_COLS(buffers, i);
-    HX_ASSERT(HX_BUF_LD(buffers, i) == cols, "%s: buffer %d not contiguous (ld %d, cols %d)", op,
-              i, HX_BUF_LD(buffers, i), cols);
-    long m = (long)rows * cols;
-    HX_ASSERT(n < 0 || m == n, "%s: buffer %d has %ld elements, expected %ld", op, i, m, n);
-    return m;
-}
-
 /* buffers: inp, out */
 static void gelu_fwd_cpu(void *buffers[], void *cl_arg)
 {
@@ -56,8 +44,8 @@ static void gelu_fwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    long n = flat_size(buffers, 0, -1, "gelu_fwd");
-    flat_size(buffers, 1, n, "gelu_fwd");
+    long n = hx_buf_flat(buffers, 0, -1, "gelu_fwd");
+    hx_buf_flat(buffers, 1, n, "gelu_fwd");
     hx_cpu_gelu_fwd(HX_BUF_F32(buffers, 1), HX_BUF_F32(buffers, 0), n);
 }
 
@@ -68,11 +56,11 @@ static void gelu_bwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    long n = flat_size(buffers, 0, -1, "gelu_bwd");
-    flat_size(buffers, 1, n, "gelu_bwd");
-    flat_size(buffers, 2, n, "gelu_bwd");
+    long n = hx_buf_flat(buffers, 0, -1, "gelu_bwd");
+    hx_buf_flat(buffers, 1, n, "gelu_bwd");
+    hx_buf_flat(buffers, 2, n, "gelu_bwd");
     hx_cpu_gelu_bwd(HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 0), HX_BUF_F32(buffers, 1), n);
 }
 
-HX_CODELET(gelu_fwd, "gelu_fwd", gelu_fwd_cpu);
-HX_CODELET(gelu_bwd, "gelu_bwd", gelu_bwd_cpu);
+HX_CODELET_DEV(gelu_fwd, "gelu_fwd", gelu_fwd_cpu);
+HX_CODELET_DEV(gelu_bwd, "gelu_bwd", gelu_bwd_cpu);

@@ -14,6 +14,7 @@
 #include "codelets/codelets.h"
 #include "helix/error.h"
 #include "helix/graph.h"
+#include "helix/runtime.h"
 #include "helix/trace.h"
 
 static enum starpu_data_access_mode starpu_mode(enum hx_access m)
@@ -147,6 +148,9 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
         t->sched_data = n;
         t->priority = n->priority;
         t->name = info->name;
+        if (info->cl->opencl_funcs[0] != NULL || info->cl->cuda_funcs[0] != NULL) {
+            t->where = hx_runtime_where(); /* compute: --compute-on; collectives: CPU */
+        }
         t->nbuffers = n->nrefs;
         if (n->nrefs > STARPU_NMAXBUFS) { /* a DDP bucket: StarPU frees these with the task */
             t->dyn_handles = malloc(sizeof(starpu_data_handle_t) * (size_t)n->nrefs);

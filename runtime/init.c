@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* runtime/init.c: start and stop StarPU with CPU workers and the chosen policy.
+/* runtime/init.c: start and stop StarPU with its workers (devices: runtime/devices.c) and
+ * the chosen policy.
  * Order matters (design/starpu.md): OpenBLAS is held to one thread before any worker exists,
  * STARPU_SCHED is removed so it cannot silently replace the chosen policy, and the worker
  * count is validated before anything starts.  With opts.mpi, StarPU-MPI starts StarPU on the
@@ -21,6 +22,7 @@
 #include "helix/error.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
+#include "runtime/devices.h"
 
 static int up, up_mpi;
 static char sched_name[64];
@@ -119,8 +121,9 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     /* STARPU_SCHED would override conf.sched_policy without a word (starpu.md §2) */
     unsetenv("STARPU_SCHED");
     conf.ncpus = workers;
-    conf.ncuda = 0;
-    conf.nopencl = 0;
+    if ((ret = hx_devices_configure(o, &conf)) != HX_OK) {
+        return ret;
+    }
     conf.precedence_over_environment_variables = 1;
     /* BLAS runs inside tasks: one thread per worker, or both fight for the cores (-40%) */
     openblas_set_num_threads(1);
@@ -144,11 +147,17 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
                       strerror(-ret), ret == -ENODEV ? " (no worker could be started)" : "");
     }
     up_mpi = o->mpi;
+    up = 1;
+    if ((ret = hx_devices_check(&conf)) != HX_OK) {
+        hx_runtime_shutdown();
+        return ret;
+    }
     if (o->profiling) {
         starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
     }
-    up = 1;
-    hx_debug("StarPU up: %u CPU workers, policy %s", starpu_cpu_worker_get_count(), sched_name);
+    hx_debug("StarPU up: %u CPU, %u OpenCL, %u CUDA workers, policy %s",
+             starpu_cpu_worker_get_count(), starpu_opencl_worker_get_count(),
+             starpu_cuda_worker_get_count(), sched_name);
     return HX_OK;
 }
 
@@ -158,6 +167,7 @@ void hx_runtime_shutdown(void)
         return;
     }
     starpu_task_wait_for_all();
+    hx_devices_shutdown();
     if (up_mpi) {
         starpu_mpi_shutdown(); /* stops StarPU too; MPI stays up for hx_mpi_finalize */
     } else {

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file helix/runtime.h
- * @brief Lifecycle of the StarPU runtime: CPU workers, scheduling policy, BLAS threading.
+ * @brief Lifecycle of the StarPU runtime: CPU and device workers, placement, scheduling
+ * policy, BLAS threading.
  *
- * hx_runtime_init starts StarPU with CPU workers only (Debian's StarPU has no CUDA workers),
- * holds OpenBLAS to one thread per worker so BLAS and StarPU never oversubscribe the cores,
- * and installs the scheduling policy chosen by name (schedulers/registry.c).
+ * hx_runtime_init starts StarPU with CPU workers and, when asked, OpenCL and CUDA workers
+ * (each a memory node of its own: StarPU moves tiles between them), holds OpenBLAS to one
+ * thread per worker so BLAS and StarPU never oversubscribe the cores, and installs the
+ * scheduling policy chosen by name (schedulers/registry.c).  Debian's StarPU has OpenCL
+ * (PoCL is a device on a machine without a GPU) and no CUDA workers.
  */
 #ifndef HELIX_RUNTIME_H
 #define HELIX_RUNTIME_H
@@ -14,8 +17,19 @@
 extern "C" {
 #endif
 
+/** Where compute tasks may run (collectives always run on CPU workers). */
+enum hx_place {
+    HX_PLACE_ANY = 0, /**< the policy chooses among the implementations of each codelet */
+    HX_PLACE_CPU,     /**< CPU workers only */
+    HX_PLACE_OPENCL,  /**< OpenCL workers only (at least one is started) */
+    HX_PLACE_CUDA,    /**< CUDA workers only (at least one is started) */
+};
+
 struct hx_runtime_opts {
     int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the cores (max 4) */
+    int opencl;         /**< OpenCL workers; 0 = STARPU_NOPENCL if set, else none */
+    int cuda;           /**< CUDA workers; 0 = STARPU_NCUDA if set, else none */
+    enum hx_place compute_on; /**< placement of compute tasks (--compute-on) */
     const char *sched;  /**< policy (helix or StarPU); NULL = HX_SCHED, STARPU_SCHED, hx-prio */
     int profiling;      /**< enable StarPU task profiling (per-task start/end times) */
     int mpi;            /**< start StarPU through StarPU-MPI (starpu_mpi_init_conf) on an
@@ -39,6 +53,11 @@ void hx_runtime_shutdown(void);
 int hx_runtime_is_up(void);
 /** Number of CPU workers StarPU started. */
 int hx_runtime_workers(void);
+/** Number of OpenCL / CUDA workers StarPU started. */
+int hx_runtime_opencl_workers(void);
+int hx_runtime_cuda_workers(void);
+/** The StarPU `where` mask for compute tasks under the placement (-1: any implementation). */
+int hx_runtime_where(void);
 /** Name of the policy in use. */
 const char *hx_runtime_sched_name(void);
 

@@ -212,18 +212,36 @@ static inline int check_tensor(const char *name, struct hx_tensor *t, const doub
 
 /* ---- runtime and graphs ----------------------------------------------------------------- */
 
-/* Start StarPU on 2 CPU workers (default policy), then print the plan of nchecks lines. */
+/* Start StarPU on 2 CPU workers (default policy), then print the plan of nchecks lines.
+ * With HX_TEST_DEVICE=opencl (tests/device/codelets.sh) every compute task runs on one
+ * OpenCL worker instead, beside one CPU worker for what has no device form; a device that
+ * does not start is a failure, not a skip. */
 static inline void harness_start(int nchecks)
 {
     struct hx_runtime_opts o;
     hx_runtime_opts_init(&o);
-    o.workers = 2;
+    const char *dev = getenv("HX_TEST_DEVICE");
+    int opencl = dev != NULL && strcmp(dev, "opencl") == 0;
+    o.workers = opencl ? 1 : 2;
     o.sched = NULL;
+    if (opencl) {
+        o.opencl = 1;
+        o.compute_on = HX_PLACE_OPENCL;
+    }
     int ret = hx_runtime_init(&o);
+    if (ret != HX_OK && opencl) {
+        tap_plan(1);
+        tap_ok(0, "an OpenCL worker starts (%s; the error line above says why)",
+               hx_status_str(ret));
+        exit(tap_exit());
+    }
     if (ret != HX_OK) {
         tap_skip_all(label("the runtime cannot start (%s)", hx_status_str(ret)));
     }
     tap_plan(nchecks);
+    if (opencl) {
+        tap_diag("compute tasks on %d OpenCL worker(s) only", hx_runtime_opencl_workers());
+    }
 }
 
 /* Stop StarPU; the exit status of the test. */

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime/devices.c: which device workers StarPU starts, and where compute tasks may run.
+ *
+ * --opencl N / --cuda N (hx_runtime_opts.opencl, .cuda; 0 = STARPU_NOPENCL / STARPU_NCUDA
+ * when set, else none) become conf.nopencl / conf.ncuda.  Two traps of StarPU 1.3
+ * (shared/design/devices.md): it starts no OpenCL worker on a CPU device (PoCL) unless
+ * STARPU_OPENCL_ON_CPUS=1, silently, so when no GPU or accelerator device exists helix sets
+ * it; and asking for more workers than devices is not an error, so the counts are checked
+ * after the start, naming what was found.  With PoCL, POCL_DEVICES=basic (unless set) runs
+ * kernels in StarPU's OpenCL worker thread instead of PoCL's own unbound threads, which
+ * would fight the CPU workers for the cores.
+ * Test: tests/device/runtime.sh. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "codelets/opencl/opencl.h"
+#include "helix/error.h"
+#include "helix/runtime.h"
+#include "runtime/devices.h"
+
+static enum hx_place place;
+
+/* a count from the option, else from the environment variable, else 0 */
+static int count_of(int opt, const char *env, const char *flag, int *n)
+{
+    const char *v = getenv(env);
+    if (opt < 0) {
+        return HX_ERR(HX_EINVAL, "%s %d is negative; give a device count of 0 or more", flag,
+                      opt);
+    }
+    if (opt == 0 && v != NULL && *v != '\0') {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end != '\0' || x < 0 || x > 64) {
+            return HX_ERR(HX_EINVAL, "%s=%s is not a device count (0..64); set it to the number "
+                          "of devices to use or unset it", env, v);
+        }
+        opt = (int)x;
+    }
+    *n = opt;
+    return HX_OK;
+}
+
+#if HX_OPENCL
+/* "name (type)" of every OpenCL device, into @p out; the number of GPU/accelerator ones */
+static int opencl_devices(char *out, size_t cap, int *total)
+{
+    cl_platform_id plats[8];
+    cl_uint np = 0;
+    int accel = 0;
+    *total = 0;
+    out[0] = '\0';
+    if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS) {
+        np = 0;
+    }
+    for (cl_uint p = 0; p < np && p < 8; p++) {
+        cl_device_id devs[16];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd) != CL_SUCCESS) {
+            continue;
+        }
+        for (cl_uint d = 0; d < nd && d < 16; d++) {
+            char name[128] = "?";
+            cl_device_type type = 0;
+            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof name, name, NULL);
+            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+            int is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+            accel += !is_cpu;
+            size_t len = strlen(out);
+            snprintf(out + len, cap - len, "%s%s (%s)", len ? ", " : "", name,
+                     is_cpu ? "CPU" : "GPU/accelerator");
+            (*total)++;
+        }
+    }
+    return accel;
+}
+#endif
+
+int hx_devices_configure(const struct hx_runtime_opts *o, struct starpu_conf *conf)
+{
+    int nopencl, ncuda, ret;
+    if ((ret = count_of(o->opencl, "STARPU_NOPENCL", "--opencl", &nopencl)) != HX_OK ||
+        (ret = count_of(o->cuda, "STARPU_NCUDA", "--cuda", &ncuda)) != HX_OK) {
+        return ret;
+    }
+    place = o->compute_on;
+    if (place == HX_PLACE_OPENCL && nopencl == 0) {
+        nopencl = 1;
+    }
+    if (place == HX_PLACE_CUDA && ncuda == 0) {
+        ncuda = 1;
+    }
+#ifndef STARPU_USE_CUDA
+    if (ncuda > 0) {
+        return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, but this StarPU (%d.%d) was built "
+                      "without CUDA (Debian's is); build one with `scripts/setup --cuda` and put "
+                      "its prefix on PKG_CONFIG_PATH before ./configure (README \"GPUs\")",
+                      ncuda, ncuda > 1 ? "s" : "", STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
+    }
+#endif
+#if !HX_OPENCL
+    if (nopencl > 0) {
+        return HX_ERR(HX_EINVAL, "%d OpenCL worker%s requested, but helix was built without "
+                      "OpenCL (configure found no StarPU OpenCL, CL/cl.h or CLBlast); install "
+                      "ocl-icd-opencl-dev libclblast-dev pocl-opencl-icd and reconfigure",
+                      nopencl, nopencl > 1 ? "s" : "");
+    }
+#else
+    if (nopencl > 0) {
+        setenv("POCL_DEVICES", getenv("POCL_DEVICES") ? getenv("POCL_DEVICES") : "basic", 1);
+        char found[1024];
+        int total = 0;
+        if (opencl_devices(found, sizeof found, &total) == 0 && total > 0) {
+            setenv("STARPU_OPENCL_ON_CPUS", "1", 1); /* else StarPU skips PoCL silently */
+        }
+    }
+#endif
+    conf->nopencl = nopencl;
+    conf->ncuda = ncuda;
+    return HX_OK;
+}
+
+int hx_devices_check(const struct starpu_conf *conf)
+{
+    int got_ocl = (int)starpu_opencl_worker_get_count();
+    int got_cuda = (int)starpu_cuda_worker_get_count();
+    if (conf->nopencl > 0 && got_ocl < conf->nopencl) {
+        char found[1024] = "none";
+        int total = 0;
+#if HX_OPENCL
+        opencl_devices(found, sizeof found, &total);
+#endif
+        return HX_ERR(HX_EINVAL, "%d OpenCL worker%s requested, StarPU started %d; OpenCL "
+                      "devices found: %s; use --opencl %d or fewer, or install a device "
+                      "(on a machine without a GPU: apt-get install pocl-opencl-icd)",
+                      conf->nopencl, conf->nopencl > 1 ? "s" : "", got_ocl,
+                      total ? found : "none", got_ocl);
+    }
+    if (conf->ncuda > 0 && got_cuda < conf->ncuda) {
+        return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, StarPU started %d (CUDA devices "
+                      "visible: %d); use --cuda %d or fewer, or check CUDA_VISIBLE_DEVICES",
+                      conf->ncuda, conf->ncuda > 1 ? "s" : "", got_cuda, got_cuda, got_cuda);
+    }
+#if HX_OPENCL
+    return hx_opencl_load();
+#else
+    return HX_OK;
+#endif
+}
+
+void hx_devices_shutdown(void)
+{
+#if HX_OPENCL
+    hx_opencl_unload();
+#endif
+}
+
+int hx_runtime_where(void)
+{
+    switch (place) {
+    case HX_PLACE_CPU:
+        return STARPU_CPU;
+    case HX_PLACE_OPENCL:
+        return STARPU_OPENCL;
+    case HX_PLACE_CUDA:
+        return STARPU_CUDA;
+    default:
+        return -1; /* the codelet's implementations */
+    }
+}
+
+int hx_runtime_opencl_workers(void)
+{
+    return hx_runtime_is_up() ? (int)starpu_opencl_worker_get_count() : 0;
+}
+
+int hx_runtime_cuda_workers(void)
+{
+    return hx_runtime_is_up() ? (int)starpu_cuda_worker_get_count() : 0;
+}
