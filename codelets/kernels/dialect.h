@@ -23,6 +23,8 @@
 #define HX_BLOCK 256
 
 #ifdef __OPENCL_VERSION__
+/* the f64 accumulators (loss sum, squared gradient norm) are doubles on the device too */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define HX_KERNEL __kernel
 #define HX_GLOBAL __global
 #define HX_LOCAL __local /* a work-group array declared inside the kernel */
