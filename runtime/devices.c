@@ -159,6 +159,18 @@ void hx_devices_shutdown(void)
 #endif
 }
 
+int hx_place_from_name(const char *name, enum hx_place *p)
+{
+    static const char *const names[] = { "any", "cpu", "opencl", "cuda" };
+    for (int i = 0; i < 4; i++) {
+        if (name != NULL && strcmp(name, names[i]) == 0) {
+            *p = (enum hx_place)i;
+            return HX_OK;
+        }
+    }
+    return HX_EINVAL;
+}
+
 int hx_runtime_where(void)
 {
     switch (place) {

@@ -10,7 +10,9 @@
  * MPI completed: the callback's clock is the collective's end.
  *
  * hx_trace_write merges every rank into one Chrome trace-event JSON on rank 0: one process
- * per rank ("rank R (host)"), one thread per compute worker ("compute w<k>") and one per
+ * per rank ("rank R (host)"), one thread per compute worker ("compute w<k>", with the device
+ * for an OpenCL or CUDA worker: "compute w1 (OpenCL 0)", beside a "transfers to w1" row of
+ * the tasks' input fetches, StarPU's acquire-data interval), and one per
  * communication channel on its lane ("comm inter-node: tp"): a channel runs its collectives
  * one at a time (its token), so no two events of a thread overlap.  Clocks: each rank's
  * StarPU clock starts at its own starpu_init, so each rank's times are shifted onto rank
@@ -38,6 +40,7 @@ struct event {
     const struct hx_node *node;
     int worker, step;
     double start_us, end_us;
+    double fetch_start_us, fetch_end_us; /* moving its input tiles to the worker's memory */
 };
 
 static struct {
@@ -48,8 +51,10 @@ static struct {
     long n, cap;
 } tr = { .step = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* thread ids: workers keep theirs; channel ch is COMM_TID + ch */
+/* thread ids: workers keep theirs; channel ch is COMM_TID + ch; the input transfers of
+ * device worker w are FETCH_TID + w */
 #define COMM_TID 1000
+#define FETCH_TID 2000
 
 int hx_trace_start(void)
 {
@@ -89,7 +94,9 @@ void hx_trace_record(void *arg)
     struct event e = { n, pi->workerid, __atomic_load_n(&tr.step, __ATOMIC_RELAXED),
                        starpu_timing_timespec_to_us(&pi->start_time),
                        n->kind == HX_KIND_COMM ? starpu_timing_now()
-                                               : starpu_timing_timespec_to_us(&pi->end_time) };
+                                               : starpu_timing_timespec_to_us(&pi->end_time),
+                       starpu_timing_timespec_to_us(&pi->acquire_data_start_time),
+                       starpu_timing_timespec_to_us(&pi->acquire_data_end_time) };
     pthread_mutex_lock(&tr.lock);
     if (tr.active) {
         if (tr.n == tr.cap) {
@@ -170,8 +177,20 @@ static void write_rank(FILE *f, int rank, double shift_us)
             "\"rank %d (%s)\"}},\n{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %d, "
             "\"args\": {\"sort_index\": %d}},\n", rank, rank, host, rank, rank);
     for (int w = 0; w < (int)starpu_worker_get_count(); w++) {
+        /* "compute w1 (OpenCL 0)": a device worker's row says which device */
+        enum starpu_worker_archtype type = starpu_worker_get_type(w);
+        char dev[48] = "";
+        if (type != STARPU_CPU_WORKER) {
+            snprintf(dev, sizeof dev, " (%s %d)", type == STARPU_OPENCL_WORKER ? "OpenCL"
+                     : type == STARPU_CUDA_WORKER ? "CUDA" : "device",
+                     starpu_worker_get_devid(w));
+            /* its transfers: the fetch of each task's inputs into the device's memory */
+            fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": "
+                    "%d, \"args\": {\"name\": \"transfers to w%d%s\"}},\n", rank,
+                    FETCH_TID + w, w, dev);
+        }
         fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
-                "\"args\": {\"name\": \"compute w%d\"}},\n", rank, w, w);
+                "\"args\": {\"name\": \"compute w%d%s\"}},\n", rank, w, w, dev);
     }
     int seen[HX_GROUP_COUNT] = { 0 };
     for (long i = 0; i < tr.n; i++) {
@@ -202,6 +221,16 @@ static void write_rank(FILE *f, int rank, double shift_us)
                 comm ? hx_group_name(n->args.coll.channel) : "", n->id, e->step, n->layer,
                 n->microbatch, phases[n->phase], n->strand, strand_name(n->strand), n->block,
                 n->segment, n->bytes, n->flops, is_collective(n));
+        /* a device task's input fetch, when it took time (a tile moved to the device) */
+        if (!comm && starpu_worker_get_type(e->worker) != STARPU_CPU_WORKER &&
+            e->fetch_end_us - e->fetch_start_us >= 1.0) {
+            fprintf(f, "{\"name\": \"fetch %s\", \"cat\": \"transfer\", \"ph\": \"X\", "
+                    "\"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d, \"args\": "
+                    "{\"rank\": %d, \"worker\": %d, \"node\": %d, \"step\": %d}},\n",
+                    hx_op_name(n->op), e->fetch_start_us + shift_us,
+                    e->fetch_end_us - e->fetch_start_us, rank, FETCH_TID + e->worker, rank,
+                    e->worker, n->id, e->step);
+        }
     }
 }
 

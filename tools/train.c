@@ -378,6 +378,9 @@ int cmd_train(int argc, char **argv)
     struct hx_runtime_opts ro;
     hx_runtime_opts_init(&ro);
     ro.workers = a->workers;
+    ro.opencl = a->opencl;
+    ro.cuda = a->cuda;
+    ro.compute_on = (enum hx_place)a->place;
     ro.sched = a->sched;
     ro.mpi = r.mpi;
     if ((ret = hx_runtime_init(&ro)) != HX_OK) {
@@ -411,6 +414,12 @@ int cmd_train(int argc, char **argv)
                hx_runtime_workers(), hx_runtime_sched_name(), po.peak_flops / 1e9,
                r.in.all.source, r.in.train.ntokens, r.in.val.ntokens, a->load ? "; resuming from " : "",
                a->load ? a->load : "");
+        if (hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0) {
+            printf("devices: %d OpenCL and %d CUDA workers beside the CPU ones; compute tasks "
+                   "on %s\n", hx_runtime_opencl_workers(), hx_runtime_cuda_workers(),
+                   a->compute_on != NULL && strcmp(a->compute_on, "any") != 0
+                       ? a->compute_on : "the device or CPU the policy picks");
+        }
         if (r.in.schedule_note[0] != '\0') { /* Megatron's rule: the flags define the schedule */
             printf("learning-rate schedule changed from the checkpoint's: %s; from step %lld on "
                    "the new one applies\n", r.in.schedule_note, (long long)r.in.info.state.step + 1);

@@ -27,6 +27,9 @@ struct train_args {
     /* run */
     const char *sched, *preset, *config, *log_json, *trace, *dump_dot;
     int workers, log_interval, tile_seqs, attn_block, progress_bar;
+    int opencl, cuda;                 /* device workers (--opencl, --cuda) */
+    const char *compute_on;           /* --compute-on any|cpu|opencl|cuda */
+    int place;                        /* its enum hx_place (train_args_check) */
     /* distribution over MPI ranks (Megatron's names); shard factors "N" or "AxB" (A ranks
      * inside a node times B nodes) */
     int tp, pp, dp, sequence_parallel, ranks_per_node, zero_stage, mics;

@@ -9,12 +9,14 @@
 #include <string.h>
 
 #include "helix/pipeline.h"
+#include "helix/runtime.h"
 #include "tools/train.h"
 
 const char *const train_model_flags[] = { "num-layers", "hidden-size", "num-attention-heads",
                                           "max-position-embeddings", "vocab-size", NULL };
 const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "preset",
                                         "log-json", "trace", "dump-dot", "workers", "sched",
+                                        "opencl", "cuda", "compute-on",
                                         "progress-bar", "train-iters",
                                         /* a checkpoint resumes on any mesh */
                                         "tensor-model-parallel-size",
@@ -24,7 +26,9 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         "ddp-bucket-size", "overlap-grad-reduce",
                                         "no-overlap-grad-reduce", "comm-timeout",
                                         "prefetch-memory", "recompute-activations", NULL };
-const char *const train_rank_flags[] = { "workers", "progress-bar", "config", "preset", NULL };
+/* a rank's own machine: its workers and devices (numerics agree within the parity rule) */
+const char *const train_rank_flags[] = { "workers", "opencl", "cuda", "compute-on",
+                                         "progress-bar", "config", "preset", NULL };
 
 static struct flag table[96];
 static int ntable;
@@ -106,6 +110,13 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "scheduling policy: hx-prio, hx-strand, hx-wavelet, hx-prefetch, serial-comm (no-overlap "
       "baseline) or a StarPU one (eager, prio, lws, dmda...)");
     F("workers", FLAG_INT, &a->workers, 0, 64, "CPU workers (0: STARPU_NCPU or all cores)");
+    F("opencl", FLAG_INT, &a->opencl, 0, 64,
+      "OpenCL device workers (0: STARPU_NOPENCL or none); PoCL makes the CPU one");
+    F("cuda", FLAG_INT, &a->cuda, 0, 64,
+      "CUDA device workers (0: STARPU_NCUDA or none); needs a CUDA-enabled StarPU");
+    F("compute-on", FLAG_STRING, &a->compute_on, 0, 0,
+      "where compute tasks run: any (the policy chooses, default), cpu, opencl or cuda; "
+      "collectives always run on CPU workers");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
     F("progress-bar", FLAG_INT, &a->progress_bar, -1, 1, "live bar: -1 when a terminal, 0, 1");
@@ -232,6 +243,13 @@ int train_args_check(struct train_args *a)
     if (tools_check_sched(a->sched) != 0) {
         return 2;
     }
+    enum hx_place place = HX_PLACE_ANY;
+    if (a->compute_on != NULL && hx_place_from_name(a->compute_on, &place) != HX_OK) {
+        fprintf(stderr, "helix: error: --compute-on %s is not a placement; use any, cpu, "
+                "opencl or cuda\n", a->compute_on);
+        return 2;
+    }
+    a->place = (int)place;
     /* one policy for everything downstream (the graph's needs, these checks, the runtime,
      * the start-up line): --sched, else HX_SCHED, else STARPU_SCHED, else hx-prio */
     a->sched = hx_sched_resolve(a->sched, NULL);

@@ -56,6 +56,8 @@ int hx_runtime_workers(void);
 /** Number of OpenCL / CUDA workers StarPU started. */
 int hx_runtime_opencl_workers(void);
 int hx_runtime_cuda_workers(void);
+/** @p name ("any", "cpu", "opencl", "cuda") into @p place: HX_OK or HX_EINVAL. */
+int hx_place_from_name(const char *name, enum hx_place *place);
 /** The StarPU `where` mask for compute tasks under the placement (-1: any implementation). */
 int hx_runtime_where(void);
 /** Name of the policy in use. */

@@ -8,7 +8,8 @@
 #       ($PARITY_ORDER) gives E per metric; bails out if the two are bitwise equal (E would
 #       measure nothing); then checks that the rule rejects a serial run with a 1% larger
 #       learning rate by 10x or more (two checks)
-#   parity_check NAME NP FLAGS...   mpirun -np NP of the same run with FLAGS; three checks:
+#   parity_check NAME NP FLAGS...   mpirun -np NP of the same run with FLAGS (NP 1: one
+#       process, without mpirun); three checks:
 #       it exits 0; the losses and gradient norms (worst relative difference over the steps)
 #       and the final parameters (tests/mpi/ckpt_compare's difference) are each within
 #       K x max(E, floor) of the serial run's, E that metric's envelope
@@ -148,10 +149,17 @@ parity_same() {
 parity_check() {
     name=$1 np=$2
     shift 2
-    # shellcheck disable=SC2086
-    run hx_mpirun "$np" "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" \
-        --save "$TMP/$name" "$@"
-    ok "$name: mpirun -np $np $* trains" 'rc_is 0'
+    pc_how="mpirun -np $np"
+    if [ "$np" -eq 1 ]; then # (one process, without mpirun: tests/device/parity.sh)
+        pc_how="one process,"
+        # shellcheck disable=SC2086
+        run "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" --save "$TMP/$name" "$@"
+    else
+        # shellcheck disable=SC2086
+        run hx_mpirun "$np" "$HELIX" train $PARITY_MODEL --log-json "$TMP/$name.json" \
+            --save "$TMP/$name" "$@"
+    fi
+    ok "$name: $pc_how $* trains" 'rc_is 0'
     d=$(log_diff "$TMP/ref.json" "$TMP/$name.json" loss)
     gn=$(log_diff "$TMP/ref.json" "$TMP/$name.json" grad_norm)
     ok "$name: losses and gradient norms equal the serial run's (tolerance rule)" \

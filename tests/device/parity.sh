@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/device/parity.sh: the whole model on an OpenCL device against the serial CPU run,
+# under the tolerance rule of every parity test (tests/README.md, "Parity tolerances";
+# tests/mpi/parity_lib.sh: 2 layers, 4 heads, 8 micro-batches, 20 AdamW steps):
+#   opencl      every compute task on the OpenCL worker (counted from the trace)
+#   opencl-2    the same again: bitwise the first (fixed-tree reductions, no atomics)
+#   mixed-prio  1 CPU + 1 OpenCL worker under hx-prio, and mixed-dmda under StarPU's dmda:
+#               compute tasks ran on both workers
+#   evict       the device run with STARPU_LIMIT_OPENCL_MEM far below the model's tiles, so
+#               StarPU evicts and fetches again: more transfers than the opencl run
+#   opencl-dp2  two data-parallel ranks, each with its OpenCL device (collectives on the CPU)
+set -u
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../mpi/lib.sh"
+. "$(dirname "$0")/../mpi/parity_lib.sh"
+device_require
+PARITY_FAMILY=opencl
+
+# trace_count FILE: "cpu=N opencl=M fetch=K": the compute tasks on CPU and OpenCL workers
+# (rank 0's rows), and the input fetches into device memory
+trace_count() {
+    python3 - "$1" <<'PY'
+import json, sys
+try:
+    ev = json.load(open(sys.argv[1]))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+except Exception:
+    print("cpu=? opencl=? fetch=?"); sys.exit()
+rows = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+        if e.get("ph") == "M" and e.get("name") == "thread_name"}
+n = {"cpu": 0, "opencl": 0, "fetch": 0}
+for e in ev:
+    if e.get("ph") != "X" or e.get("pid") != 0:
+        continue
+    if e.get("cat") == "transfer":
+        n["fetch"] += 1
+    elif e.get("cat") == "compute":
+        n["opencl" if "(OpenCL" in rows.get((e["pid"], e["tid"]), "") else "cpu"] += 1
+print("cpu=%d opencl=%d fetch=%d" % (n["cpu"], n["opencl"], n["fetch"]))
+PY
+}
+count_of() { echo "$1" | sed -n "s/.*$2=\([0-9?]*\).*/\1/p"; }
+
+plan 23
+parity_reference
+DEV="--opencl 1 --compute-on opencl"
+# shellcheck disable=SC2086
+parity_check opencl 1 $DEV --trace "$TMP/opencl.trace"
+c=$(trace_count "$TMP/opencl.trace")
+ok "opencl: every compute task ran on the OpenCL worker ($c)" \
+    '[ "$(count_of "$c" cpu)" = 0 ] && [ "$(count_of "$c" opencl)" -gt 0 ]'
+# shellcheck disable=SC2086
+parity_bitwise opencl-2 opencl 1 $DEV
+for sched in hx-prio dmda; do
+    parity_check "mixed-$sched" 1 --workers 1 --opencl 1 --sched "$sched" \
+        --trace "$TMP/mixed-$sched.trace"
+    c=$(trace_count "$TMP/mixed-$sched.trace")
+    ok "mixed-$sched: compute tasks ran on the CPU and on the OpenCL worker ($c)" \
+        '[ "$(count_of "$c" cpu)" -gt 0 ] && [ "$(count_of "$c" opencl)" -gt 0 ]'
+done
+STARPU_LIMIT_OPENCL_MEM=1
+export STARPU_LIMIT_OPENCL_MEM
+# shellcheck disable=SC2086
+parity_check evict 1 $DEV --trace "$TMP/evict.trace"
+unset STARPU_LIMIT_OPENCL_MEM
+ce=$(trace_count "$TMP/evict.trace")
+c=$(trace_count "$TMP/opencl.trace")
+ok "evict: with 1 MB of device memory StarPU fetched more ($ce) than with all of it ($c)" \
+    '[ "$(count_of "$ce" fetch)" -gt "$(count_of "$c" fetch)" ]'
+# shellcheck disable=SC2086
+parity_check opencl-dp2 2 $DEV
+finish

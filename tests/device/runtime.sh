@@ -1,0 +1,46 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/device/runtime.sh: device workers as a user asks for them.  --opencl N and
+# --compute-on start what exists and say so; a device that does not exist, a CUDA worker
+# from a StarPU without CUDA, and a bad count or placement are refused before any work,
+# with exit 2 and one error line naming what was asked and what was found.
+set -u
+. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
+device_require
+
+TINY="--preset tiny --train-iters 2 --progress-bar 0 --sample-tokens 0 --eval-interval 0"
+plan 7
+# shellcheck disable=SC2086
+run "$HELIX" train $TINY --opencl 1 --compute-on opencl
+ok "--opencl 1 --compute-on opencl trains and says where compute runs" \
+    'rc_is 0 && out_has "^devices: 1 OpenCL and 0 CUDA workers beside the CPU ones; compute tasks on opencl$" &&
+     out_has "^done: 2 steps"'
+# shellcheck disable=SC2086
+run "$HELIX" train $TINY --opencl 8
+ok "--opencl 8 on a machine with fewer devices: exit 2 naming the devices found" \
+    'one_error 2 "8 OpenCL workers requested, StarPU started |; OpenCL devices found: |use --opencl | or fewer"'
+if grep -q '^#define STARPU_USE_CUDA 1' /usr/include/starpu/1.3/starpu_config.h 2>/dev/null; then
+    ok "--cuda 1 under a StarPU without CUDA # SKIP this StarPU has CUDA" true
+else
+    # shellcheck disable=SC2086
+    run "$HELIX" train $TINY --cuda 1
+    ok "--cuda 1 under a StarPU without CUDA: exit 2 saying how to get one" \
+        'one_error 2 "1 CUDA worker requested, but this StarPU (1.3) was built without CUDA|scripts/setup --cuda"'
+fi
+# shellcheck disable=SC2086
+run "$HELIX" train $TINY --compute-on gpu
+ok "--compute-on gpu: exit 2 listing the placements" \
+    'one_error 2 "--compute-on gpu is not a placement; use any, cpu, opencl or cuda"'
+# shellcheck disable=SC2086
+run env STARPU_NOPENCL=one "$HELIX" train $TINY
+ok "STARPU_NOPENCL=one: exit 2 naming the variable" \
+    'one_error 2 "STARPU_NOPENCL=one is not a device count"'
+# shellcheck disable=SC2086
+run env STARPU_NOPENCL=1 "$HELIX" train $TINY
+ok "STARPU_NOPENCL=1 starts the OpenCL worker, the policy placing the tasks" \
+    'rc_is 0 && out_has "^devices: 1 OpenCL and 0 CUDA workers beside the CPU ones; compute tasks on the device or CPU the policy picks$"'
+# shellcheck disable=SC2086
+run "$HELIX" train $TINY --opencl 1 --compute-on opencl --workers 1 --sched dmda
+ok "--compute-on opencl under StarPU's dmda trains" 'rc_is 0 && out_has "^done: 2 steps"'
+finish
