@@ -3,6 +3,7 @@
  * zeroes gradient accumulators and the f64 reduction scalars (loss sum, squared gradient
  * norm) before a step.  f32 tiles get the float value, 8-byte tiles (f64) the value as a
  * double; an i32 tile is only meaningful with value 0 (same bits as 0.0f).
+ * Device forms: codelets/kernels/fill.cl.
  * Test: tests/codelets/residual.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
@@ -47,4 +48,4 @@ static void fill_cpu(void *buffers[], void *cl_arg)
     }
 }
 
-HX_CODELET(fill, "fill", fill_cpu);
+HX_CODELET_DEV(fill, "fill", fill_cpu);

@@ -2,7 +2,8 @@
 /* codelets/gradnorm.c: acc(1,1) f64 += sum(x) or sum(x^2) over one f32 tile, accumulated in
  * double in index order.  The graph chains one reduce task per gradient tile into the same
  * accumulator (RW), so the global squared norm for clipping, and the loss sum, are the same
- * on every run and every worker count.
+ * on every run and every worker count.  Device form: codelets/kernels/gradnorm.cl (a fixed
+ * tree: the same bits on every run of a device, not the CPU's bits).
  * Reference: hx_ref_sumsq in codelets/ref/adamw_ref.c.  Test: tests/codelets/residual.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
@@ -56,4 +57,4 @@ static void reduce_cpu(void *buffers[], void *cl_arg)
     }
 }
 
-HX_CODELET(reduce, "reduce", reduce_cpu);
+HX_CODELET_DEV(reduce, "reduce", reduce_cpu);

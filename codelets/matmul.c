@@ -2,7 +2,9 @@
 /* codelets/matmul.c: GEMM through cblas, C(m,n) = alpha op(A) op(B) + beta C [+ bias(n)],
  * with every transpose, and the bias gradient dbias(n) += colsum(dout(m,n)).
  * The graph splits large GEMMs into row-tile tasks (graphs/layers.c), so each task is one
- * single-threaded cblas_sgemm and both cores work.  CUDA: matmul_cuda.cu (cuBLAS).
+ * single-threaded cblas_sgemm and both cores work.  Device forms: the GEMM is CLBlast's on
+ * OpenCL (codelets/opencl/matmul.c) and cuBLAS's on CUDA (codelets/cuda/matmul.cu), the bias
+ * broadcast, GELU epilogue and bias_bwd codelets/kernels/matmul.cl.
  * Reference: codelets/ref/matmul_ref.c.  Test: tests/codelets/matmul.c. */
 #include <cblas.h>
 #include <string.h>
@@ -88,25 +90,6 @@ static void bias_bwd_cpu(void *buffers[], void *cl_arg)
                     node->args.rows.rows, node->args.rows.cols);
 }
 
-HX_PERFMODEL(matmul_model, "hx_matmul");
-
-#if HX_HAVE_CUDA
-void hx_matmul_cuda(void *buffers[], void *cl_arg); /* matmul_cuda.cu */
-#endif
-
-struct starpu_codelet hx_cl_matmul = {
-    .name = "matmul",
-    .cpu_funcs = { matmul_cpu },
-    .cpu_funcs_name = { "matmul_cpu" },
-#if HX_HAVE_CUDA
-    /* compiled and linked here; runs only under a CUDA-enabled StarPU (Debian's has no CUDA
-     * workers, so on this machine the CPU function always runs) */
-    .cuda_funcs = { hx_matmul_cuda },
-    .cuda_flags = { STARPU_CUDA_ASYNC },
-#endif
-    .nbuffers = STARPU_VARIABLE_NBUFFERS,
-    .model = &matmul_model,
-};
-
-HX_CODELET(matmul_gelu, "matmul_gelu", matmul_gelu_cpu); /* CPU only: no fused CUDA kernel */
-HX_CODELET(bias_bwd, "bias_bwd", bias_bwd_cpu);
+HX_CODELET_DEV(matmul, "matmul", matmul_cpu);
+HX_CODELET_DEV(matmul_gelu, "matmul_gelu", matmul_gelu_cpu);
+HX_CODELET_DEV(bias_bwd, "bias_bwd", bias_bwd_cpu);

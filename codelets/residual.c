@@ -2,6 +2,7 @@
 /* codelets/residual.c: the residual connection out = a + b on contiguous tiles (ld == cols),
  * n = rows*cols elements; out may alias a or b.  Its backward is the identity on both inputs,
  * so the graph passes the gradient through (layernorm_bwd_data adds it as resid).
+ * Device forms: codelets/kernels/residual.cl.
  * Reference: codelets/ref/residual_ref.c.  Test: tests/codelets/residual.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
@@ -37,4 +38,4 @@ static void add_cpu(void *buffers[], void *cl_arg)
     }
 }
 
-HX_CODELET(add, "add", add_cpu);
+HX_CODELET_DEV(add, "add", add_cpu);

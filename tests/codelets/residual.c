@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/codelets/residual.c: the element-wise codelets, built with hx_add, hx_reduce and
- * hx_fill and run on 2 workers, match the double references (normwise rel. error <= 1e-5,
- * no NaN/Inf): out = a + b (3 tiles of one sequence of T = 17, and one tile with C = 257);
- * sum and sum of squares reduced tile by tile, in order, into one f64 (1,1) accumulator
- * (zeroed by a fill task, or pre-set so that it must accumulate; one accumulator fed by two
- * tensors, as the global gradient norm is); fill of an f32 tensor of 3 tiles with a value
- * and of an f64 tensor of 2 tiles with zero, over non-zero contents.  add's out starts NaN. */
+/* tests/codelets/residual.c: the element-wise codelets, built with hx_add, hx_accumulate,
+ * hx_reduce and hx_fill and run on 2 workers, match the double references (normwise rel.
+ * error <= 1e-5, no NaN/Inf): out = a + b (3 tiles of one sequence of T = 17, and one tile
+ * with C = 257); the accumulating form acc += x (2 buffers per task, 3 tiles); sum and sum
+ * of squares reduced tile by tile, in order, into one f64 (1,1) accumulator (zeroed by a
+ * fill task, or pre-set so that it must accumulate; one accumulator fed by two tensors, as
+ * the global gradient norm is); fill of an f32 tensor of 3 tiles with a value and of an f64
+ * tensor of 2 tiles with zero, over non-zero contents.  add's out starts NaN. */
 #include "codelets/harness.h"
 
-#define NCHECKS 8
+#define NCHECKS 9
 
 static void test_add(int N, int C, int tile_rows, struct rng *r)
 {
@@ -31,6 +32,30 @@ static void test_add(int N, int C, int tile_rows, struct rng *r)
                  out, ref, TOL);
     free(a_d);
     free(b_d);
+    free(ref);
+    hx_graph_destroy(g);
+}
+
+/* acc += x: add's 2-buffer form (x R, acc RW), as gradient shards accumulate */
+static void test_accumulate(int N, int C, int tile_rows, struct rng *r)
+{
+    const size_t nc = (size_t)N * C;
+    hx_graph_t g = graph_new();
+    struct hx_tensor *x = tensor_f32(g, "x", N, C, tile_rows);
+    struct hx_tensor *acc = tensor_f32(g, "acc", N, C, tile_rows);
+    hx_accumulate(g, acc, x);
+    graph_realize(g);
+    fill_uniform(hx_f32(x), nc, r, 1.0f, 0.0f);
+    fill_uniform(hx_f32(acc), nc, r, 1.0f, 0.0f);
+    double *x_d = dup_f64(hx_f32(x), nc), *acc_d = dup_f64(hx_f32(acc), nc), *ref = dalloc(nc);
+
+    graph_run(g);
+
+    hx_ref_add(ref, acc_d, x_d, (int)nc);
+    check_tensor(label("accumulate acc (%d,%d) += x, %d tiles", N, C, acc->ntiles), acc, ref,
+                 TOL);
+    free(x_d);
+    free(acc_d);
     free(ref);
     hx_graph_destroy(g);
 }
@@ -111,6 +136,7 @@ int main(void)
     harness_start(NCHECKS);
     test_add(51, 96, 17, &r); /* one sequence per tile: 3 tasks */
     test_add(17, 257, 0, &r); /* one tile */
+    test_accumulate(51, 96, 17, &r);
     test_reduce_fill(&r);
     return harness_end();
 }
