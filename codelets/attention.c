@@ -5,7 +5,9 @@
  * hs = C/NH; out (nseq*T, C) ld_out; lse (nseq*T, NH) contiguous; dqkv like qkv, written (=).
  * Scores never exceed one (block x block) tile; all products are cblas_sgemm (row-major),
  * in a fixed loop order, so results are bitwise reproducible.  T need not be a multiple of
- * block.  Reference: codelets/ref/attention_ref.c (double); test: tests/codelets/attention.c */
+ * block.  Device form (OpenCL and CUDA, unblocked): codelets/kernels/attention.cl; every
+ * backend checks its buffers with codelets/attention.h.
+ * Reference: codelets/ref/attention_ref.c (double); test: tests/codelets/attention.c */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -245,26 +247,28 @@ void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_do
 /* ---- StarPU codelets (added by the runtime glue) ---- */
 /* The codelets take their shape from node->args.attn (nseq, T, C, NH, block); the tiles are
  * the whole (nseq*T)-row slab of the sequences they cover, as the kernels index them. */
+#include "codelets/attention.h"
 #include "codelets/codelets.h"
 
-static void attention_check(void *buffers[], const struct hx_attention_args *a, int qkv, int out,
-                            int lse, const char *op)
+void hx_attention_check(void *buffers[], const struct hx_attention_args *a, int qkv, int out,
+                        int lse, const char *op)
 {
     int rows = a->nseq * a->T;
-    HX_ASSERT(a->NH > 0 && a->C % a->NH == 0, "%s: C %d not a multiple of NH %d", op, a->C,
-              a->NH);
+    HX_ASSERT(a->NH > 0 && a->C % a->NH == 0,
+              "%s: C %d not a multiple of NH %d; the graph builder (graphs/layers.c) should "
+              "have refused it", op, a->C, a->NH);
     HX_ASSERT(HX_BUF_ROWS(buffers, qkv) == rows && HX_BUF_COLS(buffers, qkv) == 3 * a->C,
-              "%s: qkv tile (%d,%d), expected (%d,%d)", op, HX_BUF_ROWS(buffers, qkv),
-              HX_BUF_COLS(buffers, qkv), rows, 3 * a->C);
+              "%s: qkv tile (%d,%d), expected (%d,%d); a graph-builder bug (graphs/layers.c)",
+              op, HX_BUF_ROWS(buffers, qkv), HX_BUF_COLS(buffers, qkv), rows, 3 * a->C);
     HX_ASSERT(HX_BUF_ROWS(buffers, out) == rows && HX_BUF_COLS(buffers, out) == a->C,
-              "%s: out tile (%d,%d), expected (%d,%d)", op, HX_BUF_ROWS(buffers, out),
-              HX_BUF_COLS(buffers, out), rows, a->C);
+              "%s: out tile (%d,%d), expected (%d,%d); a graph-builder bug (graphs/layers.c)",
+              op, HX_BUF_ROWS(buffers, out), HX_BUF_COLS(buffers, out), rows, a->C);
     /* the kernels index lse with stride NH */
     HX_ASSERT(HX_BUF_ROWS(buffers, lse) == rows && HX_BUF_COLS(buffers, lse) == a->NH &&
                   HX_BUF_LD(buffers, lse) == a->NH,
-              "%s: lse tile (%d,%d) ld %d, expected (%d,%d) contiguous", op,
-              HX_BUF_ROWS(buffers, lse), HX_BUF_COLS(buffers, lse), HX_BUF_LD(buffers, lse), rows,
-              a->NH);
+              "%s: lse tile (%d,%d) ld %d, expected (%d,%d) contiguous; a graph-builder bug "
+              "(graphs/layers.c)", op, HX_BUF_ROWS(buffers, lse), HX_BUF_COLS(buffers, lse),
+              HX_BUF_LD(buffers, lse), rows, a->NH);
 }
 
 /* buffers: qkv, out, lse */
@@ -275,7 +279,7 @@ static void attention_fwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    attention_check(buffers, a, 0, 1, 2, "attention_fwd");
+    hx_attention_check(buffers, a, 0, 1, 2, "attention_fwd");
     hx_cpu_attention_fwd(HX_BUF_F32(buffers, 1), HX_BUF_LD(buffers, 1), HX_BUF_F32(buffers, 2),
                          HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0), a->nseq, a->T, a->C,
                          a->NH, a->block);
@@ -289,13 +293,13 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    attention_check(buffers, a, 0, 1, 3, "attention_bwd");
-    attention_check(buffers, a, 4, 2, 3, "attention_bwd");
+    hx_attention_check(buffers, a, 0, 1, 3, "attention_bwd");
+    hx_attention_check(buffers, a, 4, 2, 3, "attention_bwd");
     hx_cpu_attention_bwd(HX_BUF_F32(buffers, 4), HX_BUF_LD(buffers, 4), HX_BUF_F32(buffers, 2),
                          HX_BUF_LD(buffers, 2), HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0),
                          HX_BUF_F32(buffers, 1), HX_BUF_LD(buffers, 1), HX_BUF_F32(buffers, 3),
                          a->nseq, a->T, a->C, a->NH, a->block);
 }
 
-HX_CODELET(attention_fwd, "attention_fwd", attention_fwd_cpu);
-HX_CODELET(attention_bwd, "attention_bwd", attention_bwd_cpu);
+HX_CODELET_DEV(attention_fwd, "attention_fwd", attention_fwd_cpu);
+HX_CODELET_DEV(attention_bwd, "attention_bwd", attention_bwd_cpu);

@@ -4,11 +4,14 @@
  * path.  inp, out, dout, dinp, resid (N,C) with row stride ld; w, b, dw, db (1,C); mean,
  * rstd (N,1).  Biased variance, rstd = 1/sqrt(var + eps).  dinp is written (=) as
  * [resid +] dLN/dinp; dw, db accumulate (+=) rows in order.
+ * Device forms: codelets/kernels/layernorm.cl (OpenCL and CUDA); every backend checks its
+ * buffers with codelets/layernorm.h.
  * Reference: codelets/ref/layernorm_ref.c.  Test: tests/codelets/layernorm.c. */
 #include <math.h>
 
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/layernorm.h"
 #include "codelets/vecmath.h"
 
 HX_VECTOR_CLONES
@@ -95,13 +98,106 @@ void hx_cpu_layernorm_bwd_weight(float *dw, float *db, const float *dout, const 
     }
 }
 
-/* The node's shape must be the tile's: a graph bug here would read past the tile. */
-static void check_shape(void *buffers[], const struct hx_rows_args *a, const char *op)
+/* ---- buffer checks, shared with the device launchers (codelets/layernorm.h) ---- */
+
+/* The node's shape must be tile @p i's: a graph bug here would read past the tile. */
+static void check_rows(void *buffers[], int i, const struct hx_rows_args *a, const char *what,
+                       const char *op)
 {
-    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, 0) && a->cols == HX_BUF_COLS(buffers, 0),
-              "%s: args (%d,%d) but tile (%d,%d)", op, a->rows, a->cols, HX_BUF_ROWS(buffers, 0),
-              HX_BUF_COLS(buffers, 0));
+    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, i) && a->cols == HX_BUF_COLS(buffers, i),
+              "%s: args (%d,%d) but the %s tile is (%d,%d); the graph builder "
+              "(graphs/layers.c) passed the wrong shape", op, a->rows, a->cols, what,
+              HX_BUF_ROWS(buffers, i), HX_BUF_COLS(buffers, i));
 }
+
+/* Buffer i holds n floats read as one contiguous vector (w, b, dw, db: C; mean, rstd: N). */
+static void check_vec(void *buffers[], int i, int n, const char *what, const char *op)
+{
+    int rows = HX_BUF_ROWS(buffers, i), cols = HX_BUF_COLS(buffers, i);
+    HX_ASSERT((long)rows * cols == n && (rows == 1 || HX_BUF_LD(buffers, i) == cols),
+              "%s: %s is a (%d,%d) tile with ld %d, expected %d contiguous floats; the graph "
+              "builder (graphs/layers.c) passed the wrong tensor", op, what, rows, cols,
+              HX_BUF_LD(buffers, i), n);
+}
+
+/* Buffer i has the row stride ld of the op's (N, C) tiles. */
+static void check_ld(void *buffers[], int i, int ld, const char *what, const char *op)
+{
+    HX_ASSERT(HX_BUF_LD(buffers, i) == ld, "%s: %s has ld %d, the other (N,C) tiles %d; the "
+              "kernels take one row stride", op, what, HX_BUF_LD(buffers, i), ld);
+}
+
+int hx_layernorm_fwd_check(void *buffers[], const struct hx_node *node)
+{
+    const struct hx_rows_args *a = &node->args.rows;
+    const char *op = "layernorm_fwd";
+    int ld = HX_BUF_LD(buffers, 0);
+    check_rows(buffers, 0, a, "inp", op);
+    check_rows(buffers, 3, a, "out", op);
+    check_ld(buffers, 3, ld, "out", op);
+    check_vec(buffers, 1, a->cols, "w", op);
+    check_vec(buffers, 2, a->cols, "b", op);
+    check_vec(buffers, 4, a->rows, "mean", op);
+    check_vec(buffers, 5, a->rows, "rstd", op);
+    return ld;
+}
+
+int hx_add_layernorm_fwd_check(void *buffers[], const struct hx_node *node)
+{
+    const struct hx_rows_args *a = &node->args.rows;
+    const char *op = "add_layernorm_fwd";
+    static const char *const names[] = { "a", "b", "w", "bias", "sum", "out" };
+    int ld = HX_BUF_LD(buffers, 4);
+    for (int i = 0; i < 6; i++) {
+        if (i != 2 && i != 3) {
+            check_rows(buffers, i, a, names[i], op);
+            check_ld(buffers, i, ld, names[i], op);
+        }
+    }
+    check_vec(buffers, 2, a->cols, "w", op);
+    check_vec(buffers, 3, a->cols, "bias", op);
+    check_vec(buffers, 6, a->rows, "mean", op);
+    check_vec(buffers, 7, a->rows, "rstd", op);
+    return ld;
+}
+
+int hx_layernorm_bwd_data_check(void *buffers[], const struct hx_node *node, int *has_resid)
+{
+    const struct hx_rows_args *a = &node->args.rows;
+    const char *op = "layernorm_bwd_data";
+    int ld = HX_BUF_LD(buffers, 0);
+    check_rows(buffers, 0, a, "dout", op);
+    check_rows(buffers, 1, a, "inp", op);
+    check_rows(buffers, 5, a, "dinp", op);
+    check_ld(buffers, 1, ld, "inp", op);
+    check_ld(buffers, 5, ld, "dinp", op);
+    check_vec(buffers, 2, a->cols, "w", op);
+    check_vec(buffers, 3, a->rows, "mean", op);
+    check_vec(buffers, 4, a->rows, "rstd", op);
+    *has_resid = node->nrefs > 6 && a->has_resid;
+    if (*has_resid) {
+        check_rows(buffers, 6, a, "resid", op);
+        check_ld(buffers, 6, ld, "resid", op);
+    }
+    return ld;
+}
+
+int hx_layernorm_bwd_weight_check(void *buffers[], const struct hx_node *node)
+{
+    const struct hx_rows_args *a = &node->args.rows;
+    const char *op = "layernorm_bwd_weight";
+    int ld = HX_BUF_LD(buffers, 0);
+    check_rows(buffers, 0, a, "dout", op);
+    check_rows(buffers, 1, a, "inp", op);
+    check_ld(buffers, 1, ld, "inp", op);
+    check_vec(buffers, 2, a->rows, "mean", op);
+    check_vec(buffers, 3, a->rows, "rstd", op);
+    check_vec(buffers, 4, a->cols, "dw", op);
+    check_vec(buffers, 5, a->cols, "db", op);
+    return ld;
+}
+
+/* ---- CPU codelets ---- */
 
 /* buffers: inp, w, b, out, mean, rstd */
 static void layernorm_fwd_cpu(void *buffers[], void *cl_arg)
@@ -111,13 +207,10 @@ static void layernorm_fwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    check_shape(buffers, a, "layernorm_fwd");
-    HX_ASSERT(HX_BUF_LD(buffers, 0) == HX_BUF_LD(buffers, 3),
-              "layernorm_fwd: ld of inp %d != ld of out %d", HX_BUF_LD(buffers, 0),
-              HX_BUF_LD(buffers, 3));
+    int ld = hx_layernorm_fwd_check(buffers, node);
     hx_cpu_layernorm_fwd(HX_BUF_F32(buffers, 3), HX_BUF_F32(buffers, 4), HX_BUF_F32(buffers, 5),
                          HX_BUF_F32(buffers, 0), HX_BUF_F32(buffers, 1), HX_BUF_F32(buffers, 2),
-                         a->rows, a->cols, HX_BUF_LD(buffers, 0), a->eps);
+                         a->rows, a->cols, ld, a->eps);
 }
 
 /* buffers: a, b, w, bias, sum, out, mean, rstd: the residual add, then LayerNorm of the sum
@@ -129,15 +222,7 @@ static void add_layernorm_fwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    int ld = HX_BUF_LD(buffers, 4);
-    for (int i = 0; i < 6; i++) {
-        HX_ASSERT(i == 2 || i == 3 || HX_BUF_LD(buffers, i) == ld,
-                  "add_layernorm_fwd: buffer %d has ld %d, the sum %d", i,
-                  HX_BUF_LD(buffers, i), ld);
-    }
-    HX_ASSERT(HX_BUF_ROWS(buffers, 4) == a->rows && HX_BUF_COLS(buffers, 4) == a->cols,
-              "add_layernorm_fwd: sum tile (%d,%d), args (%d,%d)", HX_BUF_ROWS(buffers, 4),
-              HX_BUF_COLS(buffers, 4), a->rows, a->cols);
+    int ld = hx_add_layernorm_fwd_check(buffers, node);
     float *sum = HX_BUF_F32(buffers, 4);
     const float *x = HX_BUF_F32(buffers, 0), *y = HX_BUF_F32(buffers, 1);
     for (int r = 0; r < a->rows; r++) {
@@ -156,21 +241,12 @@ static void layernorm_bwd_data_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    check_shape(buffers, a, "layernorm_bwd_data");
-    int ld = HX_BUF_LD(buffers, 0);
-    const float *resid = NULL;
-    if (node->nrefs > 6 && a->has_resid) {
-        resid = HX_BUF_F32(buffers, 6);
-        HX_ASSERT(HX_BUF_LD(buffers, 6) == ld, "layernorm_bwd_data: resid ld %d != %d",
-                  HX_BUF_LD(buffers, 6), ld);
-    }
-    HX_ASSERT(HX_BUF_LD(buffers, 1) == ld && HX_BUF_LD(buffers, 5) == ld,
-              "layernorm_bwd_data: ld of dout %d, inp %d, dinp %d differ", ld,
-              HX_BUF_LD(buffers, 1), HX_BUF_LD(buffers, 5));
+    int has_resid;
+    int ld = hx_layernorm_bwd_data_check(buffers, node, &has_resid);
     hx_cpu_layernorm_bwd_data(HX_BUF_F32(buffers, 5), HX_BUF_F32(buffers, 0),
                               HX_BUF_F32(buffers, 1), HX_BUF_F32(buffers, 2),
-                              HX_BUF_F32(buffers, 3), HX_BUF_F32(buffers, 4), resid, a->rows,
-                              a->cols, ld);
+                              HX_BUF_F32(buffers, 3), HX_BUF_F32(buffers, 4),
+                              has_resid ? HX_BUF_F32(buffers, 6) : NULL, a->rows, a->cols, ld);
 }
 
 /* buffers: dout, inp, mean, rstd, dw, db */
@@ -181,17 +257,14 @@ static void layernorm_bwd_weight_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    check_shape(buffers, a, "layernorm_bwd_weight");
-    HX_ASSERT(HX_BUF_LD(buffers, 0) == HX_BUF_LD(buffers, 1),
-              "layernorm_bwd_weight: ld of dout %d != ld of inp %d", HX_BUF_LD(buffers, 0),
-              HX_BUF_LD(buffers, 1));
+    int ld = hx_layernorm_bwd_weight_check(buffers, node);
     hx_cpu_layernorm_bwd_weight(HX_BUF_F32(buffers, 4), HX_BUF_F32(buffers, 5),
                                 HX_BUF_F32(buffers, 0), HX_BUF_F32(buffers, 1),
                                 HX_BUF_F32(buffers, 2), HX_BUF_F32(buffers, 3), a->rows, a->cols,
-                                HX_BUF_LD(buffers, 0));
+                                ld);
 }
 
-HX_CODELET(layernorm_fwd, "layernorm_fwd", layernorm_fwd_cpu);
-HX_CODELET(add_layernorm_fwd, "add_layernorm_fwd", add_layernorm_fwd_cpu);
-HX_CODELET(layernorm_bwd_data, "layernorm_bwd_data", layernorm_bwd_data_cpu);
-HX_CODELET(layernorm_bwd_weight, "layernorm_bwd_weight", layernorm_bwd_weight_cpu);
+HX_CODELET_DEV(layernorm_fwd, "layernorm_fwd", layernorm_fwd_cpu);
+HX_CODELET_DEV(add_layernorm_fwd, "add_layernorm_fwd", add_layernorm_fwd_cpu);
+HX_CODELET_DEV(layernorm_bwd_data, "layernorm_bwd_data", layernorm_bwd_data_cpu);
+HX_CODELET_DEV(layernorm_bwd_weight, "layernorm_bwd_weight", layernorm_bwd_weight_cpu);

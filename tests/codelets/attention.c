@@ -4,11 +4,12 @@
  * hx_ref_attention_fwd / hx_ref_attention_bwd (normwise rel. error <= 1e-5, no NaN/Inf):
  * forward out and lse, and backward dqkv computed from the codelet's own out and lse.
  * T = 17 with C = 96, 3 heads, blocks of 5 and 8 (smaller than T, not dividing it), 17
- * (equal), 64 and the default (larger); T = 32, 4 heads, block 16 (dividing T).  Row tiles
- * of one sequence (3 tasks), and one tile of all sequences.  Outputs start as NaN. */
+ * (equal), 64 and the default (larger); T = 32, 4 heads, block 16 (dividing T); T = 300 with
+ * 2 heads of 260 columns (past the device kernels' work-group of 256 items in both).  Row
+ * tiles of one sequence (3 tasks), and one tile of all sequences.  Outputs start as NaN. */
 #include "codelets/harness.h"
 
-#define NCASES 7
+#define NCASES 8
 #define NCHECKS (NCASES * 3)
 
 struct attn_case {
@@ -70,6 +71,10 @@ int main(void)
         { 3, 17, 96, 3, 0, 8 },   /* one tile of 3 sequences */
         { 2, 17, 96, 3, 0, 0 },   /* default block (64) */
         { 2, 32, 64, 4, 32, 16 }, /* block divides T */
+        /* T and hs above 256 (HX_BLOCK): the device kernels' second chunk of keys (online
+         * softmax rescale, dq/dk/dv summed across chunks) and second pass over a head's
+         * columns (codelets/kernels/attention.cl) */
+        { 2, 300, 520, 2, 0, 64 },
     };
     struct rng r = { 0x617474656e01ull };
 
