@@ -7,9 +7,12 @@
  * outputs sum to the whole embedding); no_pos leaves the position term to one shard.
  * Forward writes out (=); backward accumulates dwte, dwpe (+=) rows in order, so a token
  * repeated in the tile always sums in the same order.  A token outside [0,vocab) is reported.
- * Reference: codelets/ref/embedding_ref.c.  Test: tests/codelets/embedding.c. */
+ * Device forms: codelets/kernels/embedding.cl (launchers codelets/opencl/embedding.c,
+ * codelets/cuda/embedding.cu).  Reference: codelets/ref/embedding_ref.c.
+ * Test: tests/codelets/embedding.c. */
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/ids.h"
 
 /* Row of the shard holding token tok, or -1 when another shard holds it (64-bit: tok - v0
  * cannot overflow). */
@@ -75,8 +78,9 @@ static int vocab_of(const struct hx_embed_args *a)
 
 /* Tokens come from the data loader: a bad one is reported (HX_EINVAL), never indexed.  A
  * token of another shard is normal; only one outside the whole vocabulary is an error. */
-static int check_tokens(const int32_t *tokens, int N, int vocab)
+int hx_embed_tokens_ok(const int32_t *tokens, int N, const struct hx_embed_args *a)
 {
+    int vocab = vocab_of(a);
     for (int r = 0; r < N; r++) {
         if (tokens[r] < 0 || tokens[r] >= vocab) {
             HX_TASK_ERR(HX_EINVAL, "embedding: row %d token %d outside the vocabulary [0,%d) "
@@ -113,6 +117,19 @@ static void check_shapes(void *buffers[], const struct hx_embed_args *a, int act
               a->T, a->C);
 }
 
+void hx_embed_fwd_check_shapes(void *buffers[], const struct hx_embed_args *a)
+{
+    check_shapes(buffers, a, 3, 1, 2, "embed_fwd");
+}
+
+void hx_embed_bwd_check_shapes(void *buffers[], const struct hx_embed_args *a)
+{
+    int nbuf = STARPU_TASK_GET_NBUFFERS(starpu_task_get_current());
+    HX_ASSERT(nbuf == (a->no_pos ? 3 : 4), "embed_bwd: %d buffers with no_pos=%d (dwpe is "
+              "passed exactly when the position term is)", nbuf, a->no_pos);
+    check_shapes(buffers, a, 0, 2, a->no_pos ? -1 : 3, "embed_bwd");
+}
+
 /* buffers: tokens, wte, wpe, out (wpe is still a buffer with no_pos, just not read) */
 static void embed_fwd_cpu(void *buffers[], void *cl_arg)
 {
@@ -121,9 +138,9 @@ static void embed_fwd_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    check_shapes(buffers, a, 3, 1, 2, "embed_fwd");
+    hx_embed_fwd_check_shapes(buffers, a);
     const int32_t *tokens = HX_BUF_I32(buffers, 0);
-    if (!check_tokens(tokens, a->rows, vocab_of(a))) {
+    if (!hx_embed_tokens_ok(tokens, a->rows, a)) {
         return;
     }
     hx_cpu_embed_fwd(HX_BUF_F32(buffers, 3), HX_BUF_LD(buffers, 3), tokens,
@@ -136,15 +153,12 @@ static void embed_bwd_cpu(void *buffers[], void *cl_arg)
 {
     const struct hx_node *node = cl_arg;
     const struct hx_embed_args *a = &node->args.emb;
-    int nbuf = STARPU_TASK_GET_NBUFFERS(starpu_task_get_current());
     if (hx_run_failed()) {
         return;
     }
-    HX_ASSERT(nbuf == (a->no_pos ? 3 : 4), "embed_bwd: %d buffers with no_pos=%d (dwpe is "
-              "passed exactly when the position term is)", nbuf, a->no_pos);
-    check_shapes(buffers, a, 0, 2, a->no_pos ? -1 : 3, "embed_bwd");
+    hx_embed_bwd_check_shapes(buffers, a);
     const int32_t *tokens = HX_BUF_I32(buffers, 1);
-    if (!check_tokens(tokens, a->rows, vocab_of(a))) {
+    if (!hx_embed_tokens_ok(tokens, a->rows, a)) {
         return;
     }
     hx_cpu_embed_bwd(HX_BUF_F32(buffers, 2), a->v0, a->V,
@@ -152,5 +166,5 @@ static void embed_bwd_cpu(void *buffers[], void *cl_arg)
                      HX_BUF_LD(buffers, 0), tokens, a->rows, a->T, a->C);
 }
 
-HX_CODELET(embed_fwd, "embed_fwd", embed_fwd_cpu);
-HX_CODELET(embed_bwd, "embed_bwd", embed_bwd_cpu);
+HX_CODELET_DEV(embed_fwd, "embed_fwd", embed_fwd_cpu);
+HX_CODELET_DEV(embed_bwd, "embed_bwd", embed_bwd_cpu);

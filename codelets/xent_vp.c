@@ -10,14 +10,17 @@
  *                  lse) - onehot) in place, this shard's columns of the unsharded gradient.
  * Only (N,2) floats per shard cross the network instead of the (N,V) logits.  A negative
  * target is reported (HX_EINVAL); the upper bound needs the whole vocabulary, which the
- * batch loader checks.  Reference: codelets/ref/xent_vp_ref.c.  Test: tests/codelets/xent_vp.c. */
+ * batch loader checks.  Device forms: codelets/kernels/xent_vp.cl (launchers
+ * codelets/opencl/xent_vp.c, codelets/cuda/xent_vp.cu).  Reference:
+ * codelets/ref/xent_vp_ref.c.  Test: tests/codelets/xent_vp.c. */
 #include <math.h>
 
 #include "codelets/codelets.h"
+#include "codelets/ids.h"
 #include "codelets/vecmath.h"
 
 /* Targets come from the data loader, not from us: a bad one is the world's fault. */
-static int check_targets(const int32_t *targets, int N, const char *op)
+int hx_xent_vp_targets_ok(const int32_t *targets, int N, const char *op)
 {
     for (int r = 0; r < N; r++) {
         if (targets[r] < 0) {
@@ -106,6 +109,16 @@ static void check_shapes(void *buffers[], const struct hx_xent_vp_args *a, int o
     }
 }
 
+void hx_xent_vp_stats_check_shapes(void *buffers[], const struct hx_xent_vp_args *a)
+{
+    check_shapes(buffers, a, 2, -1, "xent_vp_stats");
+}
+
+void hx_xent_vp_check_shapes(void *buffers[], const struct hx_xent_vp_args *a)
+{
+    check_shapes(buffers, a, 3, 2, "xent_vp");
+}
+
 /* buffers: logits R, targets R, stats W */
 static void xent_vp_stats_cpu(void *buffers[], void *cl_arg)
 {
@@ -114,9 +127,9 @@ static void xent_vp_stats_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    check_shapes(buffers, a, 2, -1, "xent_vp_stats");
+    hx_xent_vp_stats_check_shapes(buffers, a);
     const int32_t *targets = HX_BUF_I32(buffers, 1);
-    if (!check_targets(targets, a->rows, "xent_vp_stats")) {
+    if (!hx_xent_vp_targets_ok(targets, a->rows, "xent_vp_stats")) {
         return;
     }
     xent_vp_stats_rows(HX_BUF_F32(buffers, 2), HX_BUF_LD(buffers, 2), HX_BUF_F32(buffers, 0),
@@ -131,9 +144,9 @@ static void xent_vp_cpu(void *buffers[], void *cl_arg)
     if (hx_run_failed()) {
         return;
     }
-    check_shapes(buffers, a, 3, 2, "xent_vp");
+    hx_xent_vp_check_shapes(buffers, a);
     const int32_t *targets = HX_BUF_I32(buffers, 1);
-    if (!check_targets(targets, a->rows, "xent_vp")) {
+    if (!hx_xent_vp_targets_ok(targets, a->rows, "xent_vp")) {
         return;
     }
     float *logits = HX_BUF_F32(buffers, 0), *losses = HX_BUF_F32(buffers, 3);
@@ -153,5 +166,5 @@ static void xent_vp_cpu(void *buffers[], void *cl_arg)
     }
 }
 
-HX_CODELET(xent_vp_stats, "xent_vp_stats", xent_vp_stats_cpu);
-HX_CODELET(xent_vp, "xent_vp", xent_vp_cpu);
+HX_CODELET_DEV(xent_vp_stats, "xent_vp_stats", xent_vp_stats_cpu);
+HX_CODELET_DEV(xent_vp, "xent_vp", xent_vp_cpu);
