@@ -80,7 +80,7 @@ static int opencl_devices(char *out, size_t cap, int *total)
 }
 #endif
 
-int hx_devices_configure(const struct hx_runtime_opts *o, struct starpu_conf *conf)
+int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
 {
     int nopencl, ncuda, ret;
     if ((ret = count_of(o->opencl, "STARPU_NOPENCL", "--opencl", &nopencl)) != HX_OK ||
@@ -117,11 +117,24 @@ int hx_devices_configure(const struct hx_runtime_opts *o, struct starpu_conf *co
         if (opencl_devices(found, sizeof found, &total) == 0 && total > 0) {
             setenv("STARPU_OPENCL_ON_CPUS", "1", 1); /* else StarPU skips PoCL silently */
         }
+        if (nopencl > total) { /* refused before StarPU starts (and warns about binding) */
+            return HX_ERR(HX_EINVAL, "%d OpenCL worker%s requested, but %d OpenCL device%s "
+                          "found%s%s; use --opencl %d or fewer, or install a device (on a "
+                          "machine without a GPU: apt-get install pocl-opencl-icd)", nopencl,
+                          nopencl > 1 ? "s" : "", total, total == 1 ? " was" : "s were",
+                          total ? ": " : "", total ? found : "", total);
+        }
     }
 #endif
-    conf->nopencl = nopencl;
-    conf->ncuda = ncuda;
+    d->nopencl = nopencl;
+    d->ncuda = ncuda;
     return HX_OK;
+}
+
+void hx_devices_apply(const struct hx_devices *d, struct starpu_conf *conf)
+{
+    conf->nopencl = d->nopencl;
+    conf->ncuda = d->ncuda;
 }
 
 int hx_devices_check(const struct starpu_conf *conf)

@@ -111,7 +111,9 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
         hx_runtime_opts_init(&defaults);
         o = &defaults;
     }
-    if ((ret = choose_workers(o, &workers)) != HX_OK) {
+    struct hx_devices devices;
+    if ((ret = choose_workers(o, &workers)) != HX_OK ||
+        (ret = hx_devices_choose(o, &devices)) != HX_OK) {
         return ret;
     }
     starpu_conf_init(&conf);
@@ -121,9 +123,7 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     /* STARPU_SCHED would override conf.sched_policy without a word (starpu.md §2) */
     unsetenv("STARPU_SCHED");
     conf.ncpus = workers;
-    if ((ret = hx_devices_configure(o, &conf)) != HX_OK) {
-        return ret;
-    }
+    hx_devices_apply(&devices, &conf);
     conf.precedence_over_environment_variables = 1;
     /* BLAS runs inside tasks: one thread per worker, or both fight for the cores (-40%) */
     openblas_set_num_threads(1);
