@@ -68,6 +68,8 @@ wait_for() {
 stop() {
     sig=$1 dir=$TMP/$2
     rm -rf "$PIDS" "$dir" && mkdir -p "$PIDS"
+    : >"$OUT" # (the job below truncates it only once it starts: the last run's "step 4" must
+    #          not be found meanwhile, which happened on a loaded machine)
     LAST_CMD="mpirun -np 2 helix train $ARGS --save $dir --save-interval $3; kill -$sig mpirun \
 after step 4"
     hx_mpirun 2 sh -c 'echo $$ >"$PIDS/rank.$OMPI_COMM_WORLD_RANK"; exec "$@"' sh \
@@ -76,7 +78,7 @@ after step 4"
     t0=$(date +%s)
     if ! wait_for "$OUT" "^step *4/" 90; then
         UNSENT="no kill sent: step 4 not printed after $(($(date +%s) - t0)) s"
-    elif ! [ -s "$PIDS/rank.0" ] || ! [ -s "$PIDS/rank.1" ]; then
+    elif ! wait_for "$PIDS/rank.0" . 30 || ! wait_for "$PIDS/rank.1" . 30; then
         UNSENT="no kill sent: the ranks did not write their pids"
     else
         UNSENT=
