@@ -24,6 +24,8 @@
 
 static enum hx_place place;
 
+#define HIDDEN_VENDORS "/nonexistent/helix-starts-no-opencl-worker"
+
 /* a count from the option, else from the environment variable, else 0 */
 static int count_of(int opt, const char *env, const char *flag, int *n)
 {
@@ -102,6 +104,19 @@ int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
                       ncuda, ncuda > 1 ? "s" : "", STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
     }
 #endif
+    if (nopencl == 0) {
+        /* Without OpenCL workers, Debian's StarPU (built with OpenCL) still enumerates the
+         * OpenCL platforms at start, which loads every installed ICD: with PoCL that puts
+         * PoCL's threads and LLVM into the process, and LLVM's handlers on SIGXFSZ and other
+         * signals (measured: tests/graphs/checkpoint failed, its resumed run no longer
+         * bitwise under ASan).  An empty vendor list keeps the ICD loader from loading any.
+         * (The loader reads it once per process: a later start with --opencl in the same
+         * process finds no device.) */
+        setenv("OCL_ICD_VENDORS", HIDDEN_VENDORS, 1);
+    } else if (getenv("OCL_ICD_VENDORS") != NULL &&
+               strcmp(getenv("OCL_ICD_VENDORS"), HIDDEN_VENDORS) == 0) {
+        unsetenv("OCL_ICD_VENDORS"); /* an earlier CPU-only start in this process hid them */
+    }
 #if !HX_OPENCL
     if (nopencl > 0) {
         return HX_ERR(HX_EINVAL, "%d OpenCL worker%s requested, but helix was built without "

@@ -122,12 +122,6 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     }
     /* STARPU_SCHED would override conf.sched_policy without a word (starpu.md §2) */
     unsetenv("STARPU_SCHED");
-    /* No OpenCL worker is started (conf.nopencl = 0), yet Debian's StarPU (built with OpenCL)
-     * enumerates the OpenCL platforms at start anyway, which loads every installed ICD: with
-     * PoCL that puts PoCL's threads and LLVM into the process, and LLVM's handlers on SIGXFSZ
-     * and other signals (measured: tests/graphs/checkpoint then failed, its resumed run no
-     * longer bitwise under ASan).  An empty vendor list keeps the loader from loading any. */
-    setenv("OCL_ICD_VENDORS", "/nonexistent/helix-starts-no-opencl-worker", 1);
     conf.ncpus = workers;
     hx_devices_apply(&devices, &conf);
     conf.precedence_over_environment_variables = 1;
