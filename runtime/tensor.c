@@ -2,13 +2,16 @@
 /* runtime/tensor.c: a tensor's buffer and its row-tile StarPU handles.
  * Tile i of a (rows, cols) tensor is the StarPU matrix at data + i*tile_rows*cols with
  * NX = cols (contiguous), NY = the tile's rows and LD = cols.  Buffers are 64-byte aligned
- * and zeroed, so a tensor nobody wrote reads as zeros, never as garbage. */
+ * and zeroed, so a tensor nobody wrote reads as zeros, never as garbage.  With device workers
+ * running they are also pinned (page-locked, StarPU's allocator), so StarPU's copies to and
+ * from a device are asynchronous DMA instead of staged ones (it warns otherwise). */
 #include <stdlib.h>
 #include <string.h>
 
 #include <starpu.h>
 
 #include "helix/error.h"
+#include "helix/runtime.h"
 #include "helix/tensor.h"
 
 size_t hx_dtype_size(enum hx_dtype dt)
@@ -38,17 +41,42 @@ int hx_tile_nrows(const struct hx_tensor *t, int i)
     return n < t->tile_rows ? n : t->tile_rows;
 }
 
+/* the allocation: whole 64-byte lines, at least one */
+static size_t alloc_bytes(const struct hx_tensor *t)
+{
+    size_t a = (hx_tensor_bytes(t) + 63) / 64 * 64;
+    return a ? a : 64;
+}
+
+static void free_data(struct hx_tensor *t)
+{
+    if (t->pinned && t->data != NULL) {
+        starpu_free_flags(t->data, alloc_bytes(t), STARPU_MALLOC_PINNED);
+    } else {
+        free(t->data);
+    }
+    t->data = NULL;
+}
+
 int hx_tensor_realize(struct hx_tensor *t)
 {
     if (t->data != NULL) {
         return HX_OK;
     }
     size_t bytes = hx_tensor_bytes(t);
-    size_t alloc = (bytes + 63) / 64 * 64;
-    t->data = aligned_alloc(64, alloc ? alloc : 64);
+    size_t alloc = alloc_bytes(t);
+    t->pinned = hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0;
+    if (t->pinned) {
+        starpu_malloc_set_align(64);
+        if (starpu_malloc_flags(&t->data, alloc, STARPU_MALLOC_PINNED) != 0) {
+            t->data = NULL;
+        }
+    } else {
+        t->data = aligned_alloc(64, alloc);
+    }
     t->handles = calloc((size_t)t->ntiles, sizeof(void *));
     if (t->data == NULL || t->handles == NULL) {
-        free(t->data);
+        free_data(t);
         free(t->handles);
         t->data = NULL;
         t->handles = NULL;
@@ -80,8 +108,7 @@ void hx_tensor_release(struct hx_tensor *t)
         free(t->handles);
         t->handles = NULL;
     }
-    free(t->data);
-    t->data = NULL;
+    free_data(t);
 }
 
 int hx_tensor_begin_access(struct hx_tensor *t, char mode)

@@ -11,6 +11,10 @@
 #include "helix/error.h"
 
 #if HX_OPENCL
+#include <clblast_c.h>
+#endif
+
+#if HX_OPENCL
 
 extern const char hx_kernels_cl_source[]; /* generated: codelets/kernels_cl.c */
 
@@ -37,6 +41,10 @@ int hx_opencl_load(void)
 void hx_opencl_unload(void)
 {
     if (loaded) {
+        /* CLBlast keeps its compiled programs per context in a static cache; emptied now,
+         * while StarPU's contexts live, not by its destructors after starpu_shutdown
+         * released them (under Oclgrind that exit corrupted the heap) */
+        CLBlastClearCache();
         starpu_opencl_unload_opencl(&program);
         loaded = 0;
     }
