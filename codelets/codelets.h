@@ -20,6 +20,12 @@ struct hx_op_info {
 
 /* The table entry of @p op (never NULL for a valid op). */
 const struct hx_op_info *hx_op_info(enum hx_op op);
+/* The codelet @p op's tasks run: a collective's NCCL variant while the channels are open on
+ * the NCCL backend (a CUDA build), else the entry's cl.  NULL for an invalid op. */
+struct starpu_codelet *hx_op_codelet(enum hx_op op);
+/* A collective's NCCL variant (codelets/collective_nccl.c); NULL for other ops and in a build
+ * without CUDA. */
+struct starpu_codelet *hx_op_nccl_codelet(enum hx_op op);
 
 extern struct starpu_codelet hx_cl_matmul, hx_cl_matmul_gelu, hx_cl_bias_bwd;
 extern struct starpu_codelet hx_cl_layernorm_fwd, hx_cl_add_layernorm_fwd, hx_cl_layernorm_bwd_data,
@@ -32,6 +38,11 @@ extern struct starpu_codelet hx_cl_xent_vp_stats, hx_cl_xent_vp;
 extern struct starpu_codelet hx_cl_add, hx_cl_reduce, hx_cl_fill, hx_cl_adamw;
 extern struct starpu_codelet hx_cl_allreduce, hx_cl_allgather, hx_cl_reduce_scatter,
     hx_cl_broadcast, hx_cl_alltoall, hx_cl_send, hx_cl_recv, hx_cl_fence;
+#if HX_HAVE_CUDA
+extern struct starpu_codelet hx_cl_nccl_allreduce, hx_cl_nccl_allgather,
+    hx_cl_nccl_reduce_scatter, hx_cl_nccl_broadcast, hx_cl_nccl_alltoall, hx_cl_nccl_send,
+    hx_cl_nccl_recv, hx_cl_nccl_fence;
+#endif
 
 /* Buffer accessors: a tile is a StarPU matrix (NY rows, NX cols, LD elements per row). */
 #define HX_BUF_F32(b, i) ((float *)STARPU_MATRIX_GET_PTR((b)[i]))
@@ -70,7 +81,9 @@ static inline long hx_buf_flat(void *buffers[], int i, long n, const char *op)
 #endif
 
 /* Defines `struct starpu_codelet hx_cl_<cname>` around one CPU function: the collectives,
- * which run only on CPU workers (the communication lane). */
+ * which run only on CPU workers (the communication lane).  With the MPI backend StarPU
+ * brings their tiles to RAM first; the NCCL variants (codelets/collective_nccl.c) ask for
+ * the tiles' GPU copies instead (specific_nodes). */
 #define HX_CODELET(cname, sname, cpu)                                                         \
     HX_PERFMODEL(cname##_model, "hx_" sname);                                                 \
     struct starpu_codelet hx_cl_##cname = {                                                   \

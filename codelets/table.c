@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "codelets/codelets.h"
+#include "helix/comm.h"
 
 static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_MATMUL] = { "matmul", &hx_cl_matmul, 3, 4 },
@@ -51,6 +52,40 @@ const struct hx_op_info *hx_op_info(enum hx_op op)
         return NULL;
     }
     return &op_table[op];
+}
+
+#if HX_HAVE_CUDA
+/* the collectives on NCCL (codelets/collective_nccl.c): same buffers, tiles on the GPU */
+static struct starpu_codelet *const nccl_table[HX_OP_COUNT] = {
+    [HX_OP_ALLREDUCE] = &hx_cl_nccl_allreduce,
+    [HX_OP_ALLGATHER] = &hx_cl_nccl_allgather,
+    [HX_OP_REDUCE_SCATTER] = &hx_cl_nccl_reduce_scatter,
+    [HX_OP_BROADCAST] = &hx_cl_nccl_broadcast,
+    [HX_OP_ALLTOALL] = &hx_cl_nccl_alltoall,
+    [HX_OP_SEND] = &hx_cl_nccl_send,
+    [HX_OP_RECV] = &hx_cl_nccl_recv,
+    [HX_OP_FENCE] = &hx_cl_nccl_fence,
+};
+#endif
+
+struct starpu_codelet *hx_op_nccl_codelet(enum hx_op op)
+{
+#if HX_HAVE_CUDA
+    return hx_op_info(op) != NULL ? nccl_table[op] : NULL;
+#else
+    (void)op;
+    return NULL;
+#endif
+}
+
+struct starpu_codelet *hx_op_codelet(enum hx_op op)
+{
+    const struct hx_op_info *info = hx_op_info(op);
+    struct starpu_codelet *nccl = hx_op_nccl_codelet(op);
+    if (info == NULL) {
+        return NULL;
+    }
+    return nccl != NULL && hx_comm_backend() == HX_COMM_NCCL ? nccl : info->cl;
 }
 
 const char *hx_op_name(enum hx_op op)

@@ -141,14 +141,14 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
         struct hx_node *n = &g->nodes[i];
         const struct hx_op_info *info = hx_op_info(n->op);
         struct starpu_task *t = starpu_task_create();
-        t->cl = info->cl;
+        t->cl = hx_op_codelet(n->op); /* a collective's NCCL variant on that backend */
         t->cl_arg = n;
         t->cl_arg_size = 0;
         t->cl_arg_free = 0;
         t->sched_data = n;
         t->priority = n->priority;
         t->name = info->name;
-        if (info->cl->opencl_funcs[0] != NULL || info->cl->cuda_funcs[0] != NULL) {
+        if (t->cl->opencl_funcs[0] != NULL || t->cl->cuda_funcs[0] != NULL) {
             t->where = hx_runtime_where(); /* compute: --compute-on; collectives: CPU */
         }
         t->nbuffers = n->nrefs;

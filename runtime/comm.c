@@ -12,11 +12,17 @@
  *
  * Host helpers post a non-blocking call and wait for the progress thread to finish it, so
  * the watchdog also covers a host thread stuck on a lost peer.  A world of one rank with
- * no channels open runs them locally.  Test: tests/mpi/collectives.c. */
+ * no channels open runs them locally.  With the NCCL backend the same MPI channels exist
+ * (the ncclUniqueIds travel over them, and the host helpers keep using them) and
+ * runtime/comm_nccl.c adds the NCCL communicators.
+ * Test: tests/mpi/collectives.c; the backends: tests/mpi/comm_poll.c and
+ * tests/mpi/comm_backend.sh. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <starpu.h>
 
 #include "helix/comm.h"
 #include "helix/error.h"
@@ -25,6 +31,7 @@
 #include "runtime/comm_internal.h"
 
 static int is_open;
+static enum hx_comm_backend backend;
 static struct hx_mesh mesh;
 static MPI_Comm comms[HX_GROUP_COUNT];
 static int host_seq[HX_GROUP_COUNT];
@@ -101,6 +108,65 @@ int hx_comm_channel(int ch, const char *op, MPI_Comm *comm, const struct hx_grou
     return HX_OK;
 }
 
+/* ---- backends ---- */
+
+int hx_comm_backend_from_name(const char *name, enum hx_comm_backend *b)
+{
+    if (name != NULL && strcmp(name, "mpi") == 0) {
+        *b = HX_COMM_MPI;
+        return HX_OK;
+    }
+    if (name != NULL && strcmp(name, "nccl") == 0) {
+        *b = HX_COMM_NCCL;
+        return HX_OK;
+    }
+    return HX_EINVAL;
+}
+
+const char *hx_comm_backend_name(enum hx_comm_backend b)
+{
+    return b == HX_COMM_NCCL ? "nccl" : "mpi";
+}
+
+/* Both conditions are known when helix is compiled: HX_HAVE_CUDA (configure found nvcc,
+ * cuBLAS and NCCL) and STARPU_USE_CUDA (the StarPU whose headers we compiled against has
+ * CUDA workers; pkg-config links that same StarPU). */
+int hx_comm_backend_usable(enum hx_comm_backend b, char *why, unsigned long cap)
+{
+    why[0] = '\0';
+    if (b == HX_COMM_MPI) {
+        return HX_OK;
+    }
+    if (b != HX_COMM_NCCL) {
+        snprintf(why, cap, "backend %d is not an enum hx_comm_backend (HX_COMM_MPI, "
+                 "HX_COMM_NCCL)", (int)b);
+        return HX_EINVAL;
+    }
+    int used = 0, cuda = HX_HAVE_CUDA, starpu_cuda = 0;
+#ifdef STARPU_USE_CUDA
+    starpu_cuda = 1;
+#endif
+    if (!cuda) {
+        used = snprintf(why, cap, "helix was built without CUDA and NCCL (configure found no "
+                        "nvcc, cuBLAS or nccl.h: see its summary; install the CUDA toolkit "
+                        "with NCCL and reconfigure with --with-cuda)%s",
+                        starpu_cuda ? "" : ", and ");
+    }
+    if (!starpu_cuda && used >= 0 && (unsigned long)used < cap) {
+        snprintf(why + used, cap - (unsigned long)used, "this StarPU (%d.%d) has no CUDA "
+                 "workers (Debian's is built without CUDA), so no tile can live in GPU memory "
+                 "for NCCL to reduce; build a CUDA-enabled StarPU with `scripts/setup --cuda` "
+                 "and configure helix against it (README \"GPUs\")", STARPU_MAJOR_VERSION,
+                 STARPU_MINOR_VERSION);
+    }
+    return cuda && starpu_cuda ? HX_OK : HX_EUNSUPPORTED;
+}
+
+enum hx_comm_backend hx_comm_backend(void)
+{
+    return is_open ? backend : HX_COMM_MPI;
+}
+
 /* ---- lifecycle ---- */
 
 static void free_comms(void)
@@ -146,6 +212,12 @@ int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
     }
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    enum hx_comm_backend b = o != NULL ? o->backend : HX_COMM_MPI;
+    char why[512];
+    if ((ret = hx_comm_backend_usable(b, why, sizeof why)) != HX_OK) {
+        return HX_ERR(ret, "hx_comm_open with the %s backend: %s", hx_comm_backend_name(b),
+                      why);
+    }
     if (m->world_size != size || m->world_rank != rank) {
         return HX_ERR(HX_EINVAL, "hx_comm_open: the mesh is for rank %d of %d, but this process "
                       "is rank %d of %d; build the mesh from hx_mpi_world_rank/size",
@@ -188,10 +260,22 @@ int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
         return HX_ERR(HX_ERUNTIME, "hx_comm_open: creating the channel communicators of a "
                       "world of %d ranks failed (MPI error %d)", size, rc);
     }
+#if HX_HAVE_CUDA
+    if (b == HX_COMM_NCCL && (ret = hx_nccl_open(comms, m)) != HX_OK) {
+        free_comms();
+        return ret;
+    }
+#endif
     mesh = *m;
+    backend = b;
     memset(host_seq, 0, sizeof host_seq);
     hx_comm_engine_reset_stats();
     if ((ret = hx_comm_engine_start(o != NULL ? o->timeout : 0)) != HX_OK) {
+#if HX_HAVE_CUDA
+        if (b == HX_COMM_NCCL) {
+            hx_nccl_close();
+        }
+#endif
         free_comms();
         return ret;
     }
@@ -206,8 +290,14 @@ void hx_comm_close(void)
     }
     hx_comm_engine_drain();
     hx_comm_engine_stop();
+#if HX_HAVE_CUDA
+    if (backend == HX_COMM_NCCL) {
+        hx_nccl_close();
+    }
+#endif
     free_comms();
     is_open = 0;
+    backend = HX_COMM_MPI;
 }
 
 int hx_comm_is_open(void)
@@ -258,6 +348,7 @@ static int host_wait(enum hx_group_kind ch, const char *op, int rc, const char *
     r->op = op;
     r->bytes = bytes;
     r->task = NULL;
+    r->poll = NULL; /* an MPI request (r is the caller's, uninitialised but for req) */
     r->started = hx_comm_count_start();
     if (rc != MPI_SUCCESS) {
         return hx_comm_report(rc, r, call);

@@ -15,6 +15,20 @@
  *   worker: post MPI_I* -> end_dep_add -> hx_comm_post --incoming--> progress thread:
  *   adopt -> Testsome -> done() (unpack) -> starpu_task_end_dep_release (the task ends)
  *
+ * How device data reaches MPI: through StarPU, never around it.  The collective codelets
+ * (codelets/collective.c) have CPU implementations only (tests/device/table.c checks it), so
+ * a collective task runs on a CPU worker, and before it starts StarPU makes every tile it
+ * accesses valid in RAM: a tile last written on an OpenCL or CUDA device is copied back to
+ * the host (and its device copy dropped if the collective writes the tile), so buffers[i]
+ * and hence every pointer MPI receives is host memory.  The host helpers (hx_comm_host_*)
+ * take the caller's own buffers; helix fills those from tensors only with hx_tensor_read or
+ * inside hx_tensor_begin_access, which acquire the tiles in RAM (starpu_data_acquire) first.
+ * tests/device/parity.sh runs data parallelism with an OpenCL device per rank this way.
+ * The NCCL backend (runtime/comm_nccl.c) instead reduces tiles in GPU memory: its requests
+ * have no MPI request but a poll function (cudaEventQuery on an event recorded after the
+ * NCCL calls), which this thread calls on each pass where it tests MPI's; completion, the
+ * task's release, the statistics and the watchdog are the same for both.
+ *
  * Watchdog: when requests are pending and none has completed for `timeout` seconds (counted
  * from the later of the last completion and the moment something became pending), every
  * pending request is printed, one line each (comm.h gives the form), and the process ends
@@ -145,20 +159,17 @@ static void adopt_locked(void)
     E.incoming = NULL;
 }
 
-/* One request is over: finish the op, count it, release its task or wake its host. */
-static void finish(int i, const MPI_Status *st, int rc)
+/* One request is over: finish the op, count it, release its task or wake its host.  @p ok:
+ * 0 after a failure, already reported; @p st: NULL for a polled request. */
+static void finish(int i, const MPI_Status *st, int ok)
 {
     struct hx_coll_req *r = A.r[i];
     struct starpu_task *task = r->task;
     double busy = now_s() - r->t_post, bytes = r->bytes;
-    int ok = rc == MPI_SUCCESS;
     if (getenv("HX_COMM_LOG") != NULL && task != NULL) {
         fprintf(stderr, "commlog rank %d %s %s seq %d post %.4f done %.4f bytes %.0f "
                 "starpu %.4f\n", hx_mpi_world_rank(), r->op, hx_group_name(r->channel), r->seq,
                 r->t_post, now_s(), bytes, starpu_timing_now() / 1e6);
-    }
-    if (!ok) {
-        hx_comm_report(rc, r, "completion");
     }
     A.r[i] = NULL;
     A.req[i] = MPI_REQUEST_NULL;
@@ -183,7 +194,18 @@ static void finish(int i, const MPI_Status *st, int rc)
     }
 }
 
-/* Test every pending request once; @return how many finished. */
+/* An MPI request is over with status @p rc. */
+static void finish_mpi(int i, const MPI_Status *st, int rc)
+{
+    if (rc != MPI_SUCCESS) {
+        hx_comm_report(rc, A.r[i], "completion");
+    }
+    finish(i, st, rc == MPI_SUCCESS);
+}
+
+/* Test every pending request once; @return how many finished.  Polled requests sit in the
+ * set as MPI_REQUEST_NULL, which MPI_Testsome skips (with no active request it returns
+ * MPI_UNDEFINED). */
 static int test_all(void)
 {
     int out = 0, done = 0;
@@ -194,7 +216,7 @@ static int test_all(void)
         }
         for (int k = 0; k < out; k++) {
             int i = A.idx[k];
-            finish(i, &A.st[k], rc == MPI_SUCCESS ? MPI_SUCCESS : A.st[k].MPI_ERROR);
+            finish_mpi(i, &A.st[k], rc == MPI_SUCCESS ? MPI_SUCCESS : A.st[k].MPI_ERROR);
             done++;
         }
     } else {
@@ -202,11 +224,21 @@ static int test_all(void)
         for (int i = 0; i < A.n; i++) {
             int flag = 0;
             MPI_Status st;
+            if (A.r[i]->poll != NULL) {
+                continue;
+            }
             int rci = MPI_Test(&A.req[i], &flag, &st);
             if (rci != MPI_SUCCESS || flag) {
-                finish(i, &st, rci);
+                finish_mpi(i, &st, rci);
                 done++;
             }
+        }
+    }
+    for (int i = 0; i < A.n; i++) { /* NCCL: a cudaEvent after the calls (runtime/comm_nccl.c) */
+        int s = A.r[i] != NULL && A.r[i]->poll != NULL ? A.r[i]->poll(A.r[i]) : 0;
+        if (s != 0) {
+            finish(i, NULL, s > 0);
+            done++;
         }
     }
     if (done > 0) {

@@ -6,7 +6,9 @@
  * (hx_comm_count_start), posts one non-blocking MPI call, adds an end-dependency to its own
  * task and hands the request to the engine (hx_comm_post), which then owns it.  The progress
  * thread tests the request; on completion it calls done() (unpack, accumulate, free) and then
- * starpu_task_end_dep_release, so readers ordered after the task see the finished data. */
+ * starpu_task_end_dep_release, so readers ordered after the task see the finished data.
+ * With the NCCL backend (runtime/comm_nccl.c) the request carries no MPI request but a poll
+ * function, which the same thread calls where it tests MPI requests. */
 #ifndef HX_COMM_INTERNAL_H
 #define HX_COMM_INTERNAL_H
 
@@ -19,11 +21,16 @@ struct starpu_task;
 struct hx_coll_req;
 
 /* Called by the progress thread once MPI finished the request; @p ok is 0 after an MPI error
- * (already reported).  Finishes the op and frees @p r (which it embeds). */
+ * (already reported); @p st is NULL for a polled (NCCL) request.  Finishes the op and frees
+ * @p r (which it embeds). */
 typedef void (*hx_coll_done_fn)(struct hx_coll_req *r, const MPI_Status *st, int ok);
+/* A request completed by something other than MPI: 1 finished, 0 not yet, -1 failed (the
+ * poll reported why).  Called by the progress thread only. */
+typedef int (*hx_coll_poll_fn)(struct hx_coll_req *r);
 
 struct hx_coll_req {
-    MPI_Request req;
+    MPI_Request req;            /* MPI_REQUEST_NULL when poll is set */
+    hx_coll_poll_fn poll;       /* NULL: an MPI request */
     struct starpu_task *task;   /* released after done(); NULL: a host call that waits */
     int channel, seq;           /* enum hx_group_kind; sequence number on the channel */
     const char *op;             /* "allreduce", ...: the watchdog's words */
@@ -67,5 +74,48 @@ int hx_comm_wait_host(struct hx_coll_req *r);
 void hx_comm_local_done(double bytes);
 void hx_comm_engine_stats(struct hx_comm_stats *s);
 void hx_comm_engine_reset_stats(void);
+
+/* ---- NCCL (runtime/comm_nccl.c: compiled in a CUDA build only, HX_HAVE_CUDA) ----
+ * A collective task on NCCL: hx_nccl_begin (channel checks, ncclGroupStart), one call per
+ * tensor (device pointers: the task's buffers, copies on this rank's GPU), hx_nccl_end
+ * (ncclGroupEnd, a cudaEvent after the calls on the channel's stream, end-dependency, handed
+ * to the engine; with ok == 0, or after a failed call, it only cleans up).  Counts are
+ * elements of the begin's dtype; a failed call is reported and makes the later ones no-ops. */
+struct hx_nccl_coll;
+
+/* Memory node of each buffer of an NCCL collective codelet (its starpu_codelet.dyn_nodes,
+ * HX_NODE_MAXREFS entries): the token in RAM (STARPU_SPECIFIC_NODE_LOCAL on a CPU worker),
+ * every data tile on this rank's CUDA memory node.  Filled by hx_comm_open. */
+extern int hx_nccl_nodes[];
+
+/* After the MPI channels exist, before the engine starts: one NCCL communicator and stream per
+ * channel (@p comms: the channels' MPI communicators, @p m their groups). */
+int hx_nccl_open(const MPI_Comm *comms, const struct hx_mesh *m);
+/* After the engine drained: destroys the communicators, streams and the cuBLAS handle. */
+void hx_nccl_close(void);
+/* ncclDataType_t of an enum hx_dtype, ncclRedOp_t of an enum hx_reduce_op; -1 if unknown
+ * (ints, so this header needs no nccl.h). */
+int hx_nccl_type(int dtype);
+int hx_nccl_op(int reduce);
+
+/* The start of @p op (the task's name, "allreduce"...) on channel @p ch: NULL after a
+ * reported error; *g is the channel's group. */
+struct hx_nccl_coll *hx_nccl_begin(int ch, int seq, const char *op, int dtype,
+                                   const struct hx_group **g);
+/* In place: buf (n) := sum (max) over the group. */
+int hx_nccl_allreduce(struct hx_nccl_coll *c, void *buf, long n, int reduce);
+/* In place: buf (n) := group rank @p root's. */
+int hx_nccl_broadcast(struct hx_nccl_coll *c, void *buf, long n, int root);
+/* full (total) := every rank's piece, which holds this rank's share (ops.h's split rule). */
+int hx_nccl_allgather(struct hx_nccl_coll *c, const void *piece, void *full, long total);
+/* piece := (or += with @p accumulate) this rank's share of the sum of every rank's full. */
+int hx_nccl_reduce_scatter(struct hx_nccl_coll *c, const void *full, void *piece, long total,
+                           int reduce, int accumulate);
+/* out block j (n/p elements) := rank j's in block rank. */
+int hx_nccl_alltoall(struct hx_nccl_coll *c, const void *in, void *out, long n);
+/* Point to point with group rank @p peer (counts must match: NCCL cannot check them). */
+int hx_nccl_send(struct hx_nccl_coll *c, const void *buf, long n, int peer);
+int hx_nccl_recv(struct hx_nccl_coll *c, void *buf, long n, int peer);
+void hx_nccl_end(struct hx_nccl_coll *c, int ok);
 
 #endif /* HX_COMM_INTERNAL_H */

@@ -93,8 +93,8 @@ int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
     if (place == HX_PLACE_OPENCL && nopencl == 0) {
         nopencl = 1;
     }
-    if (place == HX_PLACE_CUDA && ncuda == 0) {
-        ncuda = 1;
+    if ((place == HX_PLACE_CUDA || o->nccl) && ncuda == 0) {
+        ncuda = 1; /* the tiles live on a GPU: compute there, or NCCL reducing there */
     }
 #ifndef STARPU_USE_CUDA
     if (ncuda > 0) {

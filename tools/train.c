@@ -383,12 +383,14 @@ int cmd_train(int argc, char **argv)
     ro.compute_on = (enum hx_place)a->place;
     ro.sched = a->sched;
     ro.mpi = r.mpi;
+    ro.nccl = r.mpi && a->backend == HX_COMM_NCCL; /* (one process alone opens no channel) */
     if ((ret = hx_runtime_init(&ro)) != HX_OK) {
         ret = ret == HX_EINVAL ? 2 : 1;
         goto out;
     }
     r.runtime_up = 1;
-    struct hx_comm_opts co = { .timeout = a->comm_timeout };
+    struct hx_comm_opts co = { .timeout = a->comm_timeout,
+                               .backend = (enum hx_comm_backend)a->backend };
     if (r.mpi && (ret = hx_comm_open(&r.mesh, &co)) != HX_OK) {
         ret = 1;
         goto out;

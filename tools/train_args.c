@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helix/comm.h"
 #include "helix/pipeline.h"
 #include "helix/runtime.h"
 #include "tools/train.h"
@@ -16,7 +17,7 @@ const char *const train_model_flags[] = { "num-layers", "hidden-size", "num-atte
                                           "max-position-embeddings", "vocab-size", NULL };
 const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "preset",
                                         "log-json", "trace", "dump-dot", "workers", "sched",
-                                        "opencl", "cuda", "compute-on",
+                                        "opencl", "cuda", "compute-on", "comm-backend",
                                         "progress-bar", "train-iters",
                                         /* a checkpoint resumes on any mesh */
                                         "tensor-model-parallel-size",
@@ -117,6 +118,10 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("compute-on", FLAG_STRING, &a->compute_on, 0, 0,
       "where compute tasks run: any (the policy chooses, default), cpu, opencl or cuda; "
       "collectives always run on CPU workers");
+    F("comm-backend", FLAG_STRING, &a->comm_backend, 0, 0,
+      "who moves collective data: mpi (host memory; StarPU brings device tiles to RAM first) "
+      "or nccl (the tiles' GPU copies, one GPU per rank; needs a CUDA-enabled StarPU); "
+      "default nccl with --compute-on cuda, else mpi");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
     F("progress-bar", FLAG_INT, &a->progress_bar, -1, 1, "live bar: -1 when a terminal, 0, 1");
@@ -204,8 +209,37 @@ int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **
     return 0;
 }
 
+/* --comm-backend, resolved: NCCL when the tiles live on CUDA devices (--compute-on cuda)
+ * unless the flag says otherwise, and refused here, before any work, where this build or
+ * this StarPU cannot run it.  0 or 2 (reported). */
+static int check_backend(struct train_args *a, enum hx_place place)
+{
+    enum hx_comm_backend b = place == HX_PLACE_CUDA ? HX_COMM_NCCL : HX_COMM_MPI;
+    char why[512];
+    if (a->comm_backend != NULL && hx_comm_backend_from_name(a->comm_backend, &b) != HX_OK) {
+        fprintf(stderr, "helix: error: --comm-backend %s is not a backend; use mpi or nccl\n",
+                flags_esc(a->comm_backend));
+        return 2;
+    }
+    const char *chosen = a->comm_backend == NULL ? " (the default with --compute-on cuda)" : "";
+    if (hx_comm_backend_usable(b, why, sizeof why) != HX_OK) {
+        fprintf(stderr, "helix: error: --comm-backend %s%s: %s%s\n", hx_comm_backend_name(b),
+                chosen, why, a->comm_backend != NULL ? "; or use --comm-backend mpi" : "");
+        return 2;
+    }
+    if (b == HX_COMM_NCCL && a->cuda > 1) {
+        fprintf(stderr, "helix: error: --comm-backend nccl%s drives one GPU per rank (one NCCL "
+                "communicator per group on it), but --cuda %d asks for %d CUDA devices; launch "
+                "one rank per GPU with --cuda 1\n", chosen, a->cuda, a->cuda);
+        return 2;
+    }
+    a->backend = (int)b;
+    return 0;
+}
+
 int train_args_check(struct train_args *a)
 {
+    int ret;
     const char *ds = a->decay_style;
     if (strcmp(ds, "cosine") != 0 && strcmp(ds, "linear") != 0 && strcmp(ds, "constant") != 0) {
         fprintf(stderr, "helix: error: --lr-decay-style '%s' is not cosine, linear or constant\n",
@@ -250,6 +284,9 @@ int train_args_check(struct train_args *a)
         return 2;
     }
     a->place = (int)place;
+    if ((ret = check_backend(a, place)) != 0) {
+        return ret;
+    }
     /* one policy for everything downstream (the graph's needs, these checks, the runtime,
      * the start-up line): --sched, else HX_SCHED, else STARPU_SCHED, else hx-prio */
     a->sched = hx_sched_resolve(a->sched, NULL);

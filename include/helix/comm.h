@@ -30,6 +30,14 @@
  *
  * HX_COMM_LOG=1 prints one line per completed collective task on stderr (op, channel, seq,
  * post and completion times, bytes, StarPU's clock at completion), to line up with a trace.
+ *
+ * Backends (hx_comm_opts.backend): MPI (the default) moves host memory: the collective
+ * codelets have CPU implementations only, so StarPU first brings a tile that lives on an
+ * OpenCL or CUDA device to RAM.  NCCL (a CUDA build, under a CUDA-enabled StarPU, one GPU per
+ * rank) reduces the tiles where they live, on the GPU: one NCCL communicator per group,
+ * created at hx_comm_open from an ncclUniqueId broadcast over the group's MPI communicator;
+ * the collective tasks still run on CPU workers and complete through the same progress
+ * thread (runtime/comm_nccl.c says how).  The host helpers below always use MPI.
  */
 #ifndef HELIX_COMM_H
 #define HELIX_COMM_H
@@ -70,13 +78,36 @@ int hx_mpi_max_int(int value);
 int hx_mpi_bcast_text(char *text, unsigned long cap);
 int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long cap);
 
+/** Who moves a collective's data (--comm-backend). */
+enum hx_comm_backend {
+    HX_COMM_MPI = 0,  /**< MPI_I* calls on host memory (device tiles come to RAM first) */
+    HX_COMM_NCCL = 1, /**< NCCL calls on the tiles' copies in GPU memory */
+};
+
+/** @p name ("mpi", "nccl") into @p b: HX_OK, or HX_EINVAL (nothing printed). */
+int hx_comm_backend_from_name(const char *name, enum hx_comm_backend *b);
+/** "mpi" or "nccl". */
+const char *hx_comm_backend_name(enum hx_comm_backend b);
+/**
+ * Whether @p b can run with this build of helix and this StarPU, decided without starting
+ * anything (so a tool refuses a flag before any work).  @return HX_OK, or HX_EUNSUPPORTED
+ * with the reason and the way out in why[cap] (one sentence, no prefix; nothing printed):
+ * NCCL needs helix configured with CUDA and NCCL, and StarPU built with CUDA.
+ */
+int hx_comm_backend_usable(enum hx_comm_backend b, char *why, unsigned long cap);
+
 struct hx_comm_opts {
     double timeout;   /**< watchdog seconds (--comm-timeout); <= 0 disables it */
+    enum hx_comm_backend backend; /**< HX_COMM_MPI unless set */
 };
 
 /**
  * Create the communicators of @p mesh (collective over MPI_COMM_WORLD: every rank calls it
- * with the same mesh shape) and start the progress thread.  @note after hx_mpi_init.
+ * with the same mesh shape and backend) and start the progress thread.  With HX_COMM_NCCL
+ * also the NCCL communicators, on the GPU of this rank's CUDA workers: StarPU must be up
+ * with CUDA workers on exactly one device (HX_EINVAL naming what it found otherwise;
+ * HX_EUNSUPPORTED where hx_comm_backend_usable says no).
+ * @note after hx_mpi_init, and for NCCL after hx_runtime_init.
  */
 int hx_comm_open(const struct hx_mesh *mesh, const struct hx_comm_opts *o);
 /** Wait for pending collectives, stop the progress thread, free the communicators. */
@@ -87,6 +118,8 @@ int hx_comm_is_open(void);
 const struct hx_mesh *hx_comm_mesh(void);
 /** The watchdog's timeout in seconds given to hx_comm_open (0: none, or not open). */
 double hx_comm_timeout(void);
+/** The backend of the open channels (HX_COMM_MPI when closed). */
+enum hx_comm_backend hx_comm_backend(void);
 
 /** Counters since hx_comm_open (benchmarks and tests). */
 struct hx_comm_stats {

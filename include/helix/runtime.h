@@ -28,10 +28,14 @@ enum hx_place {
 struct hx_runtime_opts {
     int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the cores (max 4) */
     int opencl;         /**< OpenCL workers; 0 = STARPU_NOPENCL if set, else none */
-    int cuda;           /**< CUDA workers; 0 = STARPU_NCUDA if set, else none */
+    int cuda;           /**< CUDA workers; 0 = STARPU_NCUDA if set, else none (at least
+                         *   one with compute_on = HX_PLACE_CUDA or nccl) */
     enum hx_place compute_on; /**< placement of compute tasks (--compute-on) */
     const char *sched;  /**< policy (helix or StarPU); NULL = HX_SCHED, STARPU_SCHED, hx-prio */
     int profiling;      /**< enable StarPU task profiling (per-task start/end times) */
+    int nccl;           /**< the channels will open on the NCCL backend (helix/comm.h),
+                         *   whose collectives take their tiles on this rank's GPU: start a
+                         *   CUDA worker even if none was asked for */
     int mpi;            /**< start StarPU through StarPU-MPI (starpu_mpi_init_conf) on an
                          *   MPI that hx_mpi_init already started; shutdown stops both
                          *   StarPU-MPI and StarPU, never MPI */
