@@ -8,8 +8,12 @@
  *      hx-prio, eager, dmda, ...) and gives the same result, because a scheduler only orders
  *      and places tasks.  An order a policy relies on beyond that (hx-prefetch's gathers,
  *      serial-comm's barriers, a strand plan) it asks of the graph builder with its needs
- *      (enum hx_sched_need); this one needs nothing.
- * Run: ./custom_scheduler [--sched NAME]   (default flops-first) */
+ *      (enum hx_sched_need); this one needs nothing;
+ *   4- what a policy sees of the devices: which implementations a task's codelet has (CPU,
+ *      OpenCL, CUDA), which workers can run it, and its predicted length on each worker's
+ *      arch from the codelet's perf model, as hx-prio weighs them to place a task where it
+ *      finishes first (schedulers/hx_prio.c); flops-first prints them for the first task.
+ * Run: ./custom_scheduler [--sched NAME] [--opencl N]   (default flops-first, no OpenCL) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 struct flops_first {
     struct starpu_task_list ready;
     starpu_pthread_mutex_t lock;
+    int described; /* the first task pushed was described (describe_task) */
 };
 
 static double task_flops(const struct starpu_task *task)
@@ -41,6 +46,7 @@ static void ff_init(unsigned ctx)
     HX_ASSERT(s != NULL, "flops-first: out of memory");
     starpu_task_list_init(&s->ready);
     STARPU_PTHREAD_MUTEX_INIT(&s->lock, NULL);
+    s->described = 0;
     starpu_sched_ctx_set_policy_data(ctx, s); /* state per context, no globals */
 }
 
@@ -52,11 +58,52 @@ static void ff_deinit(unsigned ctx)
     free(s);
 }
 
+/* What a policy sees of the devices, for one task.  A codelet has one function per kind of
+ * worker it can run on: cpu_funcs, opencl_funcs, cuda_funcs (helix's compute codelets have
+ * the device ones when helix was built with them; its collectives only the CPU one).
+ * starpu_worker_can_execute_task_first_impl(w, task, &impl) says whether worker w can run
+ * the task (its kind has an implementation, and task->where allows it: helix's --compute-on)
+ * and through which implementation.  The codelet's perf model (a history model, one per op:
+ * codelets/codelets.h) predicts the length on a worker's arch, in microseconds: NaN until
+ * StarPU has enough samples of this size on that arch (it records them while running:
+ * STARPU_CALIBRATE=1, or after its "not calibrated enough" warning).  hx-prio adds the
+ * predicted wait and transfer to that length and leaves a task to another kind of worker
+ * that would finish it earlier; a policy of your own could do the same with these calls. */
+static void describe_task(struct starpu_task *task)
+{
+    const struct starpu_codelet *cl = task->cl;
+    printf("task %s: implementations%s%s%s\n", cl->name, cl->cpu_funcs[0] ? " cpu" : "",
+           cl->opencl_funcs[0] ? " opencl" : "", cl->cuda_funcs[0] ? " cuda" : "");
+    for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
+        char name[64];
+        unsigned impl;
+        starpu_worker_get_name((int)w, name, sizeof name);
+        if (!starpu_worker_can_execute_task_first_impl(w, task, &impl)) {
+            printf("  worker %u (%s): cannot run it\n", w, name);
+            continue;
+        }
+        struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype((int)w,
+                                                                            task->sched_ctx);
+        double us = starpu_task_expected_length(task, arch, impl);
+        if (isnan(us) || us <= 0.0) {
+            printf("  worker %u (%s): implementation %u, length not calibrated yet\n", w, name,
+                   impl);
+        } else {
+            printf("  worker %u (%s): implementation %u, predicted %.1f us\n", w, name, impl,
+                   us);
+        }
+    }
+}
+
 /* Called when a task becomes ready, by the submitting thread or by a worker that just
  * finished its last dependency. */
 static int ff_push(struct starpu_task *task)
 {
     struct flops_first *s = starpu_sched_ctx_get_policy_data(task->sched_ctx);
+    /* Before the task is in the list: once it is, a worker may run it and StarPU free it. */
+    if (!__atomic_exchange_n(&s->described, 1, __ATOMIC_RELAXED)) {
+        describe_task(task);
+    }
     starpu_worker_relax_on(); /* let StarPU wake us while we wait for the lock */
     STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
     starpu_worker_relax_off();
@@ -156,11 +203,15 @@ static double max_error(struct hx_tensor *c, struct hx_tensor *a, struct hx_tens
 int main(int argc, char **argv)
 {
     const char *sched = "flops-first";
+    int opencl = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sched") == 0 && i + 1 < argc) {
             sched = argv[++i];
+        } else if (strcmp(argv[i], "--opencl") == 0 && i + 1 < argc) {
+            opencl = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--sched NAME]   (default flops-first)\n", argv[0]);
+            fprintf(stderr, "usage: %s [--sched NAME] [--opencl N]   (default flops-first, "
+                    "no OpenCL worker)\n", argv[0]);
             return 2;
         }
     }
@@ -173,6 +224,7 @@ int main(int argc, char **argv)
     struct hx_runtime_opts opts;
     hx_runtime_opts_init(&opts);
     opts.sched = sched;
+    opts.opencl = opencl; /* OpenCL workers beside the CPU ones (PoCL without a GPU) */
     if (hx_runtime_init(&opts) != HX_OK) {
         return 1; /* an unknown name was reported with the list of choices */
     }
@@ -213,9 +265,9 @@ int main(int argc, char **argv)
         hx_tensor_end_access(c2);
     }
     int ok = ret == HX_OK && err1 == 0.0 && err2 == 0.0;
-    printf("policy %s, %d workers: %d matmul tasks, max |C - A B| = %g (k=32), %g (k=512): %s\n",
-           hx_runtime_sched_name(), hx_runtime_workers(), g->nnodes, err1, err2,
-           ok ? "OK" : "WRONG");
+    printf("policy %s, %d CPU and %d OpenCL workers: %d matmul tasks, max |C - A B| = %g "
+           "(k=32), %g (k=512): %s\n", hx_runtime_sched_name(), hx_runtime_workers(),
+           hx_runtime_opencl_workers(), g->nnodes, err1, err2, ok ? "OK" : "WRONG");
 
     hx_graph_destroy(g); /* unregisters the tiles: before the runtime stops */
     hx_runtime_shutdown();

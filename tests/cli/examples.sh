@@ -3,7 +3,9 @@
 # tests/cli/examples.sh: the examples run and check themselves.  custom_model trains its MLP
 # until the loss halves, the same losses under another policy (the graph fixes every
 # reduction order) and rejects an unknown flag; custom_scheduler computes its products exactly
-# under its own policy, hx-prio and eager.
+# under its own policy, hx-prio and eager, and its policy describes the first task: the
+# codelet's implementations and, per worker, the one it would run (with an OpenCL worker
+# too when helix has OpenCL).
 # shellcheck disable=SC2016,SC2034,SC2317  # ok evals its single-quoted checks
 set -u
 # shellcheck source=tests/cli/lib.sh
@@ -16,7 +18,7 @@ loss_halved() {
     awk '/^loss / { a = $2; b = $4 } END { exit !(a != "" && b != "" && b < a / 2) }' "$OUT"
 }
 
-plan 10
+plan 12
 
 run "$EX/custom_model"
 ok "custom_model: exit 0" 'rc_is 0'
@@ -36,6 +38,21 @@ ok "custom_model --bogus: exit 2 naming the flag" 'rc_is 2 && err_has "--bogus"'
 run "$EX/custom_scheduler"
 ok "custom_scheduler (flops-first): exit 0" 'rc_is 0 && out_has "^policy flops-first"'
 ok "custom_scheduler (flops-first): exact products" 'out_has ": OK$"'
+ok "custom_scheduler (flops-first): describes the task's implementations and workers" \
+    'out_has "^task matmul: implementations cpu" &&
+     out_has "^  worker 0 (CPU 0): implementation 0, "'
+
+if grep -q '^#define HX_HAVE_OPENCL 1' "$HX_BUILDDIR/config.h"; then
+    POCL_DEVICES=${POCL_DEVICES:-basic}
+    export POCL_DEVICES
+    run "$EX/custom_scheduler" --opencl 1
+    ok "custom_scheduler --opencl 1: the OpenCL worker can run the task, products exact" \
+        'rc_is 0 && out_has "^task matmul: implementations cpu opencl" &&
+         out_has "^  worker [0-9] (OpenCL 0.*): implementation 0, " &&
+         out_has "1 OpenCL workers: .*: OK$"'
+else
+    ok "custom_scheduler --opencl 1 # SKIP helix was built without OpenCL" true
+fi
 
 run "$EX/custom_scheduler" --sched hx-prio
 ok "custom_scheduler --sched hx-prio: exit 0, exact" \
