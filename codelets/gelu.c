@@ -3,7 +3,7 @@
  * (ld == cols, so a tile of rows x cols is n = rows*cols floats):
  *   out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  dinp = gelu'(inp) * dout (=).
  * Device forms: codelets/kernels/gelu.cl.  Reference: codelets/ref/gelu_ref.c.
- * Test: tests/codelets/gelu.c, tests/device/kernels.c. */
+ * Test: tests/codelets/gelu.c, tests/device/codelets.sh. */
 #include <math.h>
 
 #include "codelets/codelets.h"

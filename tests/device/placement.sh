@@ -26,7 +26,7 @@ set -u
 . "$(dirname "$0")/../mpi/parity_lib.sh"
 device_require
 PARITY_FAMILY=opencl
-# a fresh home: perf models from other tests (tests/.starpu) would make the calibration
+# a fresh home: perf models from other tests (the build's shared STARPU_HOME) would make the calibration
 # below neither necessary nor sufficient
 STARPU_HOME=$TMP/starpu
 STARPU_CALIBRATE_MINIMUM=2
