@@ -103,6 +103,12 @@ int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
                       "its prefix on PKG_CONFIG_PATH before ./configure (README \"GPUs\")",
                       ncuda, ncuda > 1 ? "s" : "", STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
     }
+#elif !HX_HAVE_CUDA
+    if (ncuda > 0) { /* the workers would start, with no implementation to run */
+        return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, but helix was built without its "
+                      "CUDA codelets (configure found no nvcc, cuBLAS or NCCL); install the CUDA "
+                      "toolkit and reconfigure --with-cuda=yes", ncuda, ncuda > 1 ? "s" : "");
+    }
 #endif
     if (nopencl == 0) {
         /* Without OpenCL workers, Debian's StarPU (built with OpenCL) still enumerates the
@@ -152,6 +158,24 @@ void hx_devices_apply(const struct hx_devices *d, struct starpu_conf *conf)
     conf->ncuda = d->ncuda;
 }
 
+static int cublas_up; /* starpu_cublas_init ran: hx_devices_shutdown undoes it */
+
+/* the CUDA devices the runtime sees: their count, or why there are none */
+static void cuda_visible(char *buf, size_t n)
+{
+#if defined(STARPU_USE_CUDA) && HX_HAVE_CUDA
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(buf, n, "cudaGetDeviceCount: %s", cudaGetErrorString(e));
+    } else {
+        snprintf(buf, n, "%d CUDA device%s visible", count, count == 1 ? "" : "s");
+    }
+#else
+    snprintf(buf, n, "CUDA devices visible: unknown");
+#endif
+}
+
 int hx_devices_check(const struct starpu_conf *conf)
 {
     int got_ocl = (int)starpu_opencl_worker_get_count();
@@ -169,9 +193,23 @@ int hx_devices_check(const struct starpu_conf *conf)
                       total ? found : "none", got_ocl);
     }
     if (conf->ncuda > 0 && got_cuda < conf->ncuda) {
-        return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, StarPU started %d (CUDA devices "
-                      "visible: %d); use --cuda %d or fewer, or check CUDA_VISIBLE_DEVICES",
-                      conf->ncuda, conf->ncuda > 1 ? "s" : "", got_cuda, got_cuda, got_cuda);
+        char visible[256];
+        cuda_visible(visible, sizeof visible);
+        if (got_cuda == 0) {
+            return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, StarPU started 0: no usable "
+                          "CUDA device (%s); run where an NVIDIA GPU and its driver are, check "
+                          "CUDA_VISIBLE_DEVICES, or drop --cuda", conf->ncuda,
+                          conf->ncuda > 1 ? "s" : "", visible);
+        }
+        return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, StarPU started %d (%s); use "
+                      "--cuda %d or fewer, or check CUDA_VISIBLE_DEVICES",
+                      conf->ncuda, conf->ncuda > 1 ? "s" : "", got_cuda, visible, got_cuda);
+    }
+    if (got_cuda > 0) {
+        /* each CUDA worker's cuBLAS handle, on its stream: codelets/cuda/matmul.cu takes it
+         * with starpu_cublas_get_local_handle, which is NULL without this */
+        starpu_cublas_init();
+        cublas_up = 1;
     }
 #if HX_OPENCL
     return hx_opencl_load();
@@ -182,6 +220,10 @@ int hx_devices_check(const struct starpu_conf *conf)
 
 void hx_devices_shutdown(void)
 {
+    if (cublas_up) {
+        starpu_cublas_shutdown();
+        cublas_up = 0;
+    }
 #if HX_OPENCL
     hx_opencl_unload();
 #endif

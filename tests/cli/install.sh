@@ -21,7 +21,10 @@ ok $? "installed helix.pc ($pc), headers and libhelix.so"
 # point the staged helix.pc at the stage (a sysroot would also move StarPU's paths)
 mkdir -p "$stage/pc"
 sed "s|^prefix=|prefix=$stage|" "$pc" >"$stage/pc/helix.pc"
-export PKG_CONFIG_PATH="$stage/pc"
+# and keep the PKG_CONFIG_PATH configure ran with: it chose the StarPU (scripts/setup --cuda's
+# under its prefix) that libhelix.so was linked against
+pcp=$(sed -n 's/^PKG_CONFIG_PATH = //p' "$b/Makefile")
+export PKG_CONFIG_PATH="$stage/pc${pcp:+:$pcp}"
 flags=$(pkg-config --cflags --libs helix 2>&1)
 # a sanitizer build's library needs its runtime in the program too
 san=$(sed -n 's/^HX_SAN_FLAGS = //p' "$b/Makefile")

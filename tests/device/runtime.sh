@@ -3,7 +3,9 @@
 # tests/device/runtime.sh: device workers as a user asks for them.  --opencl N and
 # --compute-on start what exists and say so; a device that does not exist, a CUDA worker
 # from a StarPU without CUDA, and a bad count or placement are refused before any work,
-# with exit 2 and one error line naming what was asked and what was found.
+# with exit 2 and one error line naming what was asked and what was found.  Under a
+# CUDA-enabled StarPU (HX_STARPU_CUDA=yes, scripts/setup --cuda) --cuda 1 trains on a GPU,
+# or, where there is none, is refused after StarPU started no CUDA worker.
 set -u
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
@@ -20,8 +22,12 @@ ok "--opencl 1 --compute-on opencl trains and says where compute runs" \
 run "$HELIX" train $TINY --opencl 8
 ok "--opencl 8 on a machine with fewer devices: exit 2 naming the devices found" \
     'one_error 2 "8 OpenCL workers requested, but | found: |use --opencl | or fewer"'
-if grep -q '^#define STARPU_USE_CUDA 1' /usr/include/starpu/1.3/starpu_config.h 2>/dev/null; then
-    ok "--cuda 1 under a StarPU without CUDA # SKIP this StarPU has CUDA" true
+if [ "${HX_STARPU_CUDA:-no}" = yes ]; then # configure found a CUDA-enabled StarPU
+    # shellcheck disable=SC2086
+    run "$HELIX" train $TINY --cuda 1
+    ok "--cuda 1 under a StarPU with CUDA: trains on the GPU, or exit 2 saying none is usable" \
+        '(rc_is 0 && out_has "^done: 2 steps") ||
+         (rc_is 2 && err_has "^helix: error: .*1 CUDA worker requested, StarPU started 0: no usable CUDA device")'
 else
     # shellcheck disable=SC2086
     run "$HELIX" train $TINY --cuda 1
