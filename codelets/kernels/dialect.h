@@ -87,6 +87,24 @@ HX_INLINE float hx_block_sum(HX_LOCAL_PTR float *s, float v)
     return total;
 }
 
+/* hx_block_sum in double, in @p s (HX_BLOCK doubles, 2 KB): the row sums the CPU also keeps
+ * in double (LayerNorm's moments, the sum of up to V = 50k exp() terms of cross-entropy) */
+HX_INLINE double hx_block_sum_f64(HX_LOCAL_PTR double *s, double v)
+{
+    int l = HX_LID();
+    s[l] = v;
+    HX_BARRIER();
+    for (int w = HX_BLOCK / 2; w > 0; w /= 2) {
+        if (l < w) {
+            s[l] += s[l + w];
+        }
+        HX_BARRIER();
+    }
+    double total = s[0];
+    HX_BARRIER();
+    return total;
+}
+
 /* the maximum of v over a work-group, as hx_block_sum */
 HX_INLINE float hx_block_max(HX_LOCAL_PTR float *s, float v)
 {

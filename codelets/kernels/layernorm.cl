@@ -23,24 +23,6 @@
  * would give a GPU more parallelism when C is small; a possible later optimization.)
  * Backends: codelets/opencl/layernorm.c, codelets/cuda/layernorm.cu. */
 
-/* Sum of v over the work-group in double, by a fixed tree in @p s (HX_BLOCK doubles); every
- * item gets the total.  All items must call it (barriers). */
-HX_INLINE double hx_layernorm_sum_f64(HX_LOCAL_PTR double *s, double v)
-{
-    int l = HX_LID();
-    s[l] = v;
-    HX_BARRIER();
-    for (int w = HX_BLOCK / 2; w > 0; w /= 2) {
-        if (l < w) {
-            s[l] += s[l + w];
-        }
-        HX_BARRIER();
-    }
-    double total = s[0];
-    HX_BARRIER(); /* s is free for the next call */
-    return total;
-}
-
 /* One row of the forward, by the calling work-group: y, x the row (C floats); *mean, *rstd
  * the row's statistics.  x may be a row this item just wrote (add_fwd): same columns. */
 HX_INLINE void hx_layernorm_row(HX_GLOBAL float *y, HX_GLOBAL float *mean, HX_GLOBAL float *rstd,
@@ -53,13 +35,13 @@ HX_INLINE void hx_layernorm_row(HX_GLOBAL float *y, HX_GLOBAL float *mean, HX_GL
     for (int i = l; i < C; i += HX_BLOCK) {
         part += x[i];
     }
-    double mu = hx_layernorm_sum_f64(red, part) / C;
+    double mu = hx_block_sum_f64(red, part) / C;
     part = 0.0;
     for (int i = l; i < C; i += HX_BLOCK) {
         double d = x[i] - mu;
         part += d * d;
     }
-    double var = hx_layernorm_sum_f64(red, part) / C;
+    double var = hx_block_sum_f64(red, part) / C;
     /* plain sqrt of a double: correctly rounded in OpenCL C and CUDA alike (the CPU's rstd) */
     double rs = 1.0 / sqrt(var + (double)eps);
     float muf = (float)mu;
@@ -148,8 +130,8 @@ HX_KERNEL void hx_layernorm_bwd_data(HX_GLOBAL float *dinp, long dinp_off,
         g_part += g;
         gx_part += (double)g * xhat;
     }
-    float g_mean = (float)(hx_layernorm_sum_f64(red, g_part) / C);
-    float gx_mean = (float)(hx_layernorm_sum_f64(red, gx_part) / C);
+    float g_mean = (float)(hx_block_sum_f64(red, g_part) / C);
+    float gx_mean = (float)(hx_block_sum_f64(red, gx_part) / C);
     for (int i = l; i < C; i += HX_BLOCK) {
         float xhat = (inp[i] - mu) * rs;
         float g = dout[i] * w[i];

@@ -5,25 +5,6 @@
  * kernels, static inline): each CUDA file of the two families includes this file before its
  * own .cl; the OpenCL program holds it once, before both (codelets/Makefile.am, KERNELS). */
 
-/* sum of v over a work-group of HX_BLOCK items by a fixed tree in local memory @p s
- * (HX_BLOCK doubles, 2 KB): hx_block_sum in double, for the sum of up to V = 50k exp()
- * terms, which the CPU also keeps in double.  Every item gets the total; all must call it. */
-HX_INLINE double hx_xent_sum_f64(HX_LOCAL_PTR double *s, double v)
-{
-    int l = HX_LID();
-    s[l] = v;
-    HX_BARRIER();
-    for (int w = HX_BLOCK / 2; w > 0; w /= 2) {
-        if (l < w) {
-            s[l] += s[l + w];
-        }
-        HX_BARRIER();
-    }
-    double total = s[0];
-    HX_BARRIER(); /* s is free for the next call */
-    return total;
-}
-
 /* log sum_j exp(x[j]) over a row of V floats, by the calling work-group of HX_BLOCK items
  * (item l takes columns l, l + HX_BLOCK, ...): the row max (fixed tree) is subtracted so
  * every exp() is <= 1, the terms are summed in double (fixed tree), and the result is
@@ -43,6 +24,6 @@ HX_INLINE double hx_xent_row_lse(HX_GLOBAL const float *x, int V, HX_LOCAL_PTR f
     for (int j = l; j < V; j += HX_BLOCK) {
         sum += (double)HX_EXP(x[j] - mx);
     }
-    sum = hx_xent_sum_f64(sd, sum);
+    sum = hx_block_sum_f64(sd, sum);
     return (double)mx + log(sum);
 }
