@@ -20,30 +20,6 @@ set -u
 device_require
 PARITY_FAMILY=opencl
 
-# trace_count FILE: "cpu=N opencl=M fetch=K": the compute tasks on CPU and OpenCL workers
-# (rank 0's rows), and the input fetches into device memory
-trace_count() {
-    python3 - "$1" <<'PY'
-import json, sys
-try:
-    ev = json.load(open(sys.argv[1]))
-    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
-except Exception:
-    print("cpu=? opencl=? fetch=?"); sys.exit()
-rows = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
-        if e.get("ph") == "M" and e.get("name") == "thread_name"}
-n = {"cpu": 0, "opencl": 0, "fetch": 0}
-for e in ev:
-    if e.get("ph") != "X" or e.get("pid") != 0:
-        continue
-    if e.get("cat") == "transfer":
-        n["fetch"] += 1
-    elif e.get("cat") == "compute":
-        n["opencl" if "(OpenCL" in rows.get((e["pid"], e["tid"]), "") else "cpu"] += 1
-print("cpu=%d opencl=%d fetch=%d" % (n["cpu"], n["opencl"], n["fetch"]))
-PY
-}
-count_of() { echo "$1" | sed -n "s/.*$2=\([0-9?]*\).*/\1/p"; }
 
 plan 23
 parity_reference

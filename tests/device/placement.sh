@@ -34,26 +34,8 @@ mkdir -p "$STARPU_HOME"
 export STARPU_HOME STARPU_CALIBRATE_MINIMUM
 unset STARPU_CALIBRATE
 
-# matmuls FILE: "cpu=N opencl=M" over the matmul and matmul_gelu tasks of a trace
-matmuls() {
-    python3 - "$1" <<'PY'
-import json, sys
-try:
-    ev = json.load(open(sys.argv[1]))
-    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
-except Exception:
-    print("cpu=0 opencl=0"); sys.exit()
-rows = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
-        if e.get("ph") == "M" and e.get("name") == "thread_name"}
-n = {"cpu": 0, "opencl": 0}
-for e in ev:
-    if e.get("ph") == "X" and e.get("cat") == "compute" and \
-            e.get("name") in ("matmul", "matmul_gelu"):
-        n["opencl" if "(OpenCL" in rows.get((e["pid"], e["tid"]), "") else "cpu"] += 1
-print("cpu=%d opencl=%d" % (n["cpu"], n["opencl"]))
-PY
-}
-count_of() { echo "$1" | sed -n "s/.*$2=\([0-9]*\).*/\1/p"; }
+# matmuls FILE: trace_count over the matmul and matmul_gelu tasks (tests/device/lib.sh)
+matmuls() { trace_count "$1" matmul matmul_gelu; }
 # share_at_least COUNTS KIND NUM DEN: KIND ran at least NUM/DEN of the matmuls (and some ran)
 share_at_least() {
     sa_k=$(count_of "$1" "$2")
