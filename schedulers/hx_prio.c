@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* schedulers/hx_prio.c: the heap policies, the flat rtprio shape of design/starpu.md §2.
- * Ready tasks wait in two binary heaps, compute and comm (hx_sched_task_is_comm).
+ * Ready tasks wait in two binary heaps (schedulers/prio_heap.c), compute and comm
+ * (hx_sched_task_is_comm).
  *   "hx-prio": priority order (higher first), then push order, so equal priorities run FIFO.
  *   "hx-strand": DHelix's executor.  Tasks of SI blocks under a strand plan (node block >= 0)
  *     go first, block by block and segment by segment (the plan's steps; the barrier
@@ -56,6 +57,7 @@
 #include "helix/error.h"
 #include "helix/graph.h"
 #include "helix/sched.h"
+#include "schedulers/prio_heap.h"
 
 /* Advertised range (STARPU_MIN_PRIO/STARPU_MAX_PRIO).  The heaps order any int, so tasks
  * outside it still run in order.  graphs/ stamps node->priority from the builder's cursor:
@@ -63,24 +65,9 @@
 #define PRIO_MIN (-1000)
 #define PRIO_MAX 1000
 
-struct entry {
-    struct starpu_task *task;
-    uint64_t seq;     /* push order, breaks priority ties */
-    uint64_t left_by; /* the kinds of worker that left the task to a faster one, bit
-                       * kind_bit (place_pop; 0 on CPU-only runs) */
-};
-
-enum order { ORDER_PRIO, ORDER_STRAND, ORDER_WAVELET, ORDER_TOPO };
-
-struct heap {
-    struct entry *v;
-    size_t n, cap;
-    enum order order;
-};
-
 struct prio_state {
     starpu_pthread_mutex_t lock;
-    struct heap compute, comm;
+    struct hx_heap compute, comm;
     uint64_t seq;
     unsigned ncomm;      /* workers reserved for comm tasks */
     unsigned first_comm; /* the reserved ones are first_comm .. nworkers-1 */
@@ -108,167 +95,6 @@ static int pops_comm(const struct prio_state *s, unsigned worker)
 static int pops_compute(const struct prio_state *s, unsigned worker)
 {
     return worker < s->first_comm;
-}
-
-/* ---- the heap: entry a pops before entry b ---- */
-
-static const struct hx_node *node_of(const struct entry *e)
-{
-    return e->task->sched_data;
-}
-
-/* hx-strand: a planned task before any other, then by (block, segment); 0 if equal */
-static int plan_cmp(const struct entry *a, const struct entry *b)
-{
-    const struct hx_node *na = node_of(a), *nb = node_of(b);
-    int pa = na != NULL && na->block >= 0, pb = nb != NULL && nb->block >= 0;
-    if (pa != pb) {
-        return pa ? -1 : 1;
-    }
-    if (!pa) {
-        return 0;
-    }
-    if (na->block != nb->block) {
-        return na->block < nb->block ? -1 : 1;
-    }
-    return na->segment == nb->segment ? 0 : na->segment < nb->segment ? -1 : 1;
-}
-
-static int before(enum order order, const struct entry *a, const struct entry *b)
-{
-    int c = order == ORDER_STRAND ? plan_cmp(a, b) : 0;
-    if (c != 0) {
-        return c < 0;
-    }
-    if (order == ORDER_TOPO && node_of(a) != NULL && node_of(b) != NULL) {
-        return node_of(a)->id < node_of(b)->id; /* submission order: a topological order */
-    }
-    if (a->task->priority != b->task->priority) {
-        return a->task->priority > b->task->priority;
-    }
-    return a->seq < b->seq;
-}
-
-static void swap(struct entry *a, struct entry *b)
-{
-    struct entry t = *a;
-    *a = *b;
-    *b = t;
-}
-
-static void sift_up(struct heap *h, size_t i)
-{
-    while (i > 0 && before(h->order, &h->v[i], &h->v[(i - 1) / 2])) {
-        swap(&h->v[i], &h->v[(i - 1) / 2]);
-        i = (i - 1) / 2;
-    }
-}
-
-static void sift_down(struct heap *h, size_t i)
-{
-    for (;;) {
-        size_t best = i, l = 2 * i + 1, r = 2 * i + 2;
-        if (l < h->n && before(h->order, &h->v[l], &h->v[best])) {
-            best = l;
-        }
-        if (r < h->n && before(h->order, &h->v[r], &h->v[best])) {
-            best = r;
-        }
-        if (best == i) {
-            return;
-        }
-        swap(&h->v[i], &h->v[best]);
-        i = best;
-    }
-}
-
-static void heap_push(struct heap *h, struct starpu_task *task, uint64_t seq)
-{
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 256;
-        struct entry *v = realloc(h->v, cap * sizeof *v);
-        /* push cannot fail in StarPU's contract, and losing a task would hang the run */
-        HX_ASSERT(v != NULL, "hx-prio: out of memory growing a ready heap to %zu tasks", cap);
-        h->v = v;
-        h->cap = cap;
-    }
-    h->v[h->n] = (struct entry){ task, seq, 0 };
-    sift_up(h, h->n++);
-}
-
-static struct starpu_task *heap_remove(struct heap *h, size_t i)
-{
-    struct starpu_task *task = h->v[i].task;
-    h->v[i] = h->v[--h->n];
-    if (i < h->n) {
-        sift_down(h, i);
-        sift_up(h, i);
-    }
-    return task;
-}
-
-static int strand_of(const struct entry *e)
-{
-    return node_of(e) != NULL ? node_of(e)->strand : HX_STRAND_NONE;
-}
-
-/* hx-strand, hx-wavelet: when the top is of the strand taken last, the best task of the
- * other strand that is as good as the top for the order (same plan step for hx-strand; any
- * for hx-wavelet, which alternates round-robin), so the two strands share the workers. */
-static size_t other_strand(const struct heap *h, int last, unsigned worker)
-{
-    if (h->order == ORDER_PRIO || h->n < 2 || last == HX_STRAND_NONE ||
-        strand_of(&h->v[0]) != last) {
-        return 0;
-    }
-    size_t best = 0;
-    for (size_t i = 1; i < h->n; i++) {
-        int s = strand_of(&h->v[i]);
-        if (s == HX_STRAND_NONE || s == last ||
-            (h->order == ORDER_STRAND && plan_cmp(&h->v[i], &h->v[0]) != 0) ||
-            !starpu_worker_can_execute_task_first_impl(worker, h->v[i].task, NULL)) {
-            continue;
-        }
-        if (best == 0 || before(h->order, &h->v[i], &h->v[best])) {
-            best = i;
-        }
-    }
-    return best;
-}
-
-/* The index of the first task in heap order that @p worker can run (h->n if none), and in
- * *last_strand the strand that taking it records.  On CPU-only runs that is the top; a task
- * restricted to other workers (task->where) makes us scan for the best one we can run. */
-static size_t pick_for(const struct heap *h, unsigned worker, int *last_strand)
-{
-    if (h->n == 0) {
-        return h->n;
-    }
-    size_t alt = other_strand(h, *last_strand, worker);
-    if (alt > 0) {
-        *last_strand = strand_of(&h->v[alt]);
-        return alt;
-    }
-    if (h->order != ORDER_PRIO && strand_of(&h->v[0]) != HX_STRAND_NONE) {
-        *last_strand = strand_of(&h->v[0]);
-    }
-    if (starpu_worker_can_execute_task_first_impl(worker, h->v[0].task, NULL)) {
-        return 0;
-    }
-    size_t best = h->n;
-    for (size_t i = 1; i < h->n; i++) {
-        if ((best == h->n || before(h->order, &h->v[i], &h->v[best])) &&
-            starpu_worker_can_execute_task_first_impl(worker, h->v[i].task, NULL)) {
-            best = i;
-        }
-    }
-    return best;
-}
-
-static struct starpu_task *heap_pop_for(struct heap *h, unsigned worker, int *last_strand)
-{
-    size_t i = pick_for(h, worker, last_strand);
-    return i < h->n ? heap_remove(h, i) : NULL;
 }
 
 /* ---- placement across device kinds: dmda's rule at pop time ----
@@ -350,7 +176,7 @@ static double finish_on(struct starpu_task *task, unsigned v, unsigned impl, dou
 /* Whether worker @p w takes @p e (1), or leaves it to a rival that finishes it strictly
  * earlier (0; that rival's avail grows by it); *fin_w gets w's predicted finish (NaN when
  * unknown), w's end if it takes the task. */
-static int takes_here(const struct prio_state *s, struct placing *p, struct entry *e,
+static int takes_here(const struct prio_state *s, struct placing *p, struct hx_heap_entry *e,
                       unsigned w, unsigned impl_w, double *fin_w)
 {
     struct starpu_task *t = e->task;
@@ -404,14 +230,14 @@ struct walk {
 };
 
 /* The next index of @p h in heap order, or h->n when the walk is over. */
-static size_t walk_next(const struct heap *h, struct walk *it)
+static size_t walk_next(const struct hx_heap *h, struct walk *it)
 {
     if (it->nf == 0 || it->visited == PLACE_VISIT) {
         return h->n;
     }
     size_t b = 0;
     for (size_t i = 1; i < it->nf; i++) {
-        if (before(h->order, &h->v[it->front[i]], &h->v[it->front[b]])) {
+        if (hx_heap_before(h->order, &h->v[it->front[i]], &h->v[it->front[b]])) {
             b = i;
         }
     }
@@ -424,16 +250,16 @@ static size_t walk_next(const struct heap *h, struct walk *it)
     return k;
 }
 
-/* The compute pop when workers are of several kinds: the task pick_for gives, unless a
+/* The compute pop when workers are of several kinds: the task hx_heap_pick_for gives, unless a
  * rival would finish it earlier; then the next ones in heap order (the rule above).  NULL
  * when @p w can run none, or left every task it weighed (then p->left > 0). */
 static struct starpu_task *place_pop(struct prio_state *s, unsigned w, struct placing *p)
 {
-    struct heap *h = &s->compute;
+    struct hx_heap *h = &s->compute;
     int last = s->last_strand;
-    size_t first = pick_for(h, w, &last);
+    size_t first = hx_heap_pick_for(h, w, &last);
     if (first == h->n) {
-        s->last_strand = last; /* as heap_pop_for */
+        s->last_strand = last; /* as hx_heap_pop_for */
         return NULL;
     }
     memset(p->left_to, 0, sizeof p->left_to);
@@ -466,8 +292,8 @@ static struct starpu_task *place_pop(struct prio_state *s, unsigned w, struct pl
             weighed++;
             if (takes_here(s, p, &h->v[k], w, impl, &fin)) {
                 take = k;
-                if (h->order != ORDER_PRIO && strand_of(&h->v[k]) != HX_STRAND_NONE) {
-                    s->last_strand = strand_of(&h->v[k]);
+                if (h->order != HX_ORDER_PRIO && hx_heap_strand(&h->v[k]) != HX_STRAND_NONE) {
+                    s->last_strand = hx_heap_strand(&h->v[k]);
                 }
                 break;
             }
@@ -478,7 +304,7 @@ static struct starpu_task *place_pop(struct prio_state *s, unsigned w, struct pl
     }
     s->end[w] = fin;
     s->taken++;
-    return heap_remove(h, take);
+    return hx_heap_remove(h, take);
 }
 
 /* ---- the policy ---- */
@@ -501,7 +327,7 @@ static unsigned comm_workers_from_env(unsigned nworkers)
     return (unsigned)k;
 }
 
-static void heaps_init(unsigned ctx, enum order order)
+static void heaps_init(unsigned ctx, enum hx_heap_order order)
 {
     struct prio_state *s = calloc(1, sizeof *s);
     HX_ASSERT(s != NULL, "hx-prio: out of memory allocating the policy state");
@@ -541,22 +367,22 @@ static void heaps_init(unsigned ctx, enum order order)
 
 static void prio_init(unsigned ctx)
 {
-    heaps_init(ctx, ORDER_PRIO);
+    heaps_init(ctx, HX_ORDER_PRIO);
 }
 
 static void topo_init(unsigned ctx)
 {
-    heaps_init(ctx, ORDER_TOPO);
+    heaps_init(ctx, HX_ORDER_TOPO);
 }
 
 static void strand_init(unsigned ctx)
 {
-    heaps_init(ctx, ORDER_STRAND);
+    heaps_init(ctx, HX_ORDER_STRAND);
 }
 
 static void wavelet_init(unsigned ctx)
 {
-    heaps_init(ctx, ORDER_WAVELET);
+    heaps_init(ctx, HX_ORDER_WAVELET);
 }
 
 static void prio_deinit(unsigned ctx)
@@ -580,7 +406,7 @@ static int prio_push(struct starpu_task *task)
     starpu_worker_relax_on(); /* a worker pushing its successors may block here */
     STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
     starpu_worker_relax_off();
-    heap_push(comm ? &s->comm : &s->compute, task, s->seq++);
+    hx_heap_push(comm ? &s->comm : &s->compute, task, s->seq++);
     starpu_push_task_end(task); /* before unlocking: no worker may have taken the task yet */
     if (s->sleepers > 0) {
         /* one sleeper is enough when any worker may take any task; with comm-reserved
@@ -694,13 +520,13 @@ static struct starpu_task *prio_pop(unsigned ctx)
     starpu_worker_relax_on();
     STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
     starpu_worker_relax_off();
-    struct starpu_task *task = want_comm ? heap_pop_for(&s->comm, worker, &s->last_strand)
+    struct starpu_task *task = want_comm ? hx_heap_pop_for(&s->comm, worker, &s->last_strand)
                                          : NULL;
     struct placing p; /* filled by place_pop only: CPU-only runs pay nothing for it */
     p.left = 0;
     if (task == NULL && want_compute) {
         /* collectives (above) stay on the CPU lane: only compute tasks are placed */
-        task = s->one_kind ? heap_pop_for(&s->compute, worker, &s->last_strand)
+        task = s->one_kind ? hx_heap_pop_for(&s->compute, worker, &s->last_strand)
                            : place_pop(s, worker, &p);
     }
     if (!s->one_kind && want_compute) {
