@@ -64,9 +64,10 @@ ok() {
             tail -n 5 "$ERR" 2>/dev/null
             # mpirun's epilogue fills the last lines and buries the cause: show the errors
             # helix and StarPU reported, and a sanitizer's report, wherever they are.
-            if grep -qE "error:|\[starpu\].*(error|abort)" "$ERR" 2>/dev/null; then
+            # (helix's "error:" and "internal error", StarPU's and libc's assertions, signals)
+            if grep -qiE "error|assert|abort|signal" "$ERR" 2>/dev/null; then
                 echo "stderr lines that report an error (first 10):"
-                grep -E "error:|\[starpu\].*(error|abort)" "$ERR" | head -n 10
+                grep -iE "error|assert|abort|signal" "$ERR" | head -n 10
             fi
             if grep -qE "^==[0-9]+==ERROR|runtime error:" "$ERR" 2>/dev/null; then
                 echo "sanitizer report (first 60 lines of it):"
