@@ -69,41 +69,31 @@
 /* host C (codelets/opencl/): only HX_BLOCK above */
 #if defined(__OPENCL_VERSION__) || defined(__CUDACC__)
 
-/* sum of v over a work-group of HX_BLOCK items, by a fixed tree in local memory @p s
- * (HX_BLOCK floats); every item gets the total.  Items must all call it (barriers). */
-HX_INLINE float hx_block_sum(HX_LOCAL_PTR float *s, float v)
-{
-    int l = HX_LID();
-    s[l] = v;
-    HX_BARRIER();
-    for (int w = HX_BLOCK / 2; w > 0; w /= 2) {
-        if (l < w) {
-            s[l] += s[l + w];
-        }
-        HX_BARRIER();
+/* HX_BLOCK_SUM(name, T): T name(s, v), the sum of v over a work-group of HX_BLOCK items by a
+ * fixed tree in local memory @p s (HX_BLOCK T's); every item gets the total.  Items must all
+ * call it (barriers). */
+#define HX_BLOCK_SUM(name, T)                                                                 \
+    HX_INLINE T name(HX_LOCAL_PTR T *s, T v)                                                  \
+    {                                                                                         \
+        int l = HX_LID();                                                                     \
+        s[l] = v;                                                                             \
+        HX_BARRIER();                                                                         \
+        for (int w = HX_BLOCK / 2; w > 0; w /= 2) {                                           \
+            if (l < w) {                                                                      \
+                s[l] += s[l + w];                                                             \
+            }                                                                                 \
+            HX_BARRIER();                                                                     \
+        }                                                                                     \
+        T total = s[0];                                                                       \
+        HX_BARRIER(); /* s is free for the next call */                                       \
+        return total;                                                                         \
     }
-    float total = s[0];
-    HX_BARRIER(); /* s is free for the next call */
-    return total;
-}
 
-/* hx_block_sum in double, in @p s (HX_BLOCK doubles, 2 KB): the row sums the CPU also keeps
- * in double (LayerNorm's moments, the sum of up to V = 50k exp() terms of cross-entropy) */
-HX_INLINE double hx_block_sum_f64(HX_LOCAL_PTR double *s, double v)
-{
-    int l = HX_LID();
-    s[l] = v;
-    HX_BARRIER();
-    for (int w = HX_BLOCK / 2; w > 0; w /= 2) {
-        if (l < w) {
-            s[l] += s[l + w];
-        }
-        HX_BARRIER();
-    }
-    double total = s[0];
-    HX_BARRIER();
-    return total;
-}
+/* in float; and in double (s: HX_BLOCK doubles, 2 KB) for the row sums the CPU also keeps in
+ * double (LayerNorm's moments, the sum of up to V = 50k exp() terms of cross-entropy, the
+ * gradient norm's partial sums) */
+HX_BLOCK_SUM(hx_block_sum, float)
+HX_BLOCK_SUM(hx_block_sum_f64, double)
 
 /* the maximum of v over a work-group, as hx_block_sum */
 HX_INLINE float hx_block_max(HX_LOCAL_PTR float *s, float v)

@@ -25,15 +25,8 @@ HX_KERNEL void hx_reduce(HX_GLOBAL const float *HX_RESTRICT x, long x_off, int r
         double v = x[r * ld + (e - r * cols)];
         s += sumsq ? v * v : v;
     }
-    part[l] = s;
-    HX_BARRIER();
-    for (int w = HX_BLOCK / 2; w > 0; w /= 2) {
-        if (l < w) {
-            part[l] += part[l + w];
-        }
-        HX_BARRIER();
-    }
+    double total = hx_block_sum_f64(part, s);
     if (l == 0) {
-        acc[0] += part[0];
+        acc[0] += total;
     }
 }
