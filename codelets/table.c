@@ -78,6 +78,12 @@ struct starpu_codelet *hx_op_nccl_codelet(enum hx_op op)
 #endif
 }
 
+/* the collectives on StarPU-MPI (codelets/collective_smpi.c); the others stay MPI's */
+static struct starpu_codelet *const smpi_table[HX_OP_COUNT] = {
+    [HX_OP_ALLREDUCE] = &hx_cl_smpi_allreduce,
+    [HX_OP_BROADCAST] = &hx_cl_smpi_broadcast,
+};
+
 struct starpu_codelet *hx_op_codelet(enum hx_op op)
 {
     const struct hx_op_info *info = hx_op_info(op);
@@ -85,7 +91,11 @@ struct starpu_codelet *hx_op_codelet(enum hx_op op)
     if (info == NULL) {
         return NULL;
     }
-    return nccl != NULL && hx_comm_backend() == HX_COMM_NCCL ? nccl : info->cl;
+    enum hx_comm_backend b = hx_comm_backend();
+    if (b == HX_COMM_STARPU_MPI && smpi_table[op] != NULL) {
+        return smpi_table[op];
+    }
+    return nccl != NULL && b == HX_COMM_NCCL ? nccl : info->cl;
 }
 
 const char *hx_op_name(enum hx_op op)

@@ -120,12 +120,16 @@ int hx_comm_backend_from_name(const char *name, enum hx_comm_backend *b)
         *b = HX_COMM_NCCL;
         return HX_OK;
     }
+    if (name != NULL && strcmp(name, "starpu-mpi") == 0) {
+        *b = HX_COMM_STARPU_MPI;
+        return HX_OK;
+    }
     return HX_EINVAL;
 }
 
 const char *hx_comm_backend_name(enum hx_comm_backend b)
 {
-    return b == HX_COMM_NCCL ? "nccl" : "mpi";
+    return b == HX_COMM_NCCL ? "nccl" : b == HX_COMM_STARPU_MPI ? "starpu-mpi" : "mpi";
 }
 
 /* Both conditions are known when helix is compiled: HX_HAVE_CUDA (configure found nvcc,
@@ -134,12 +138,12 @@ const char *hx_comm_backend_name(enum hx_comm_backend b)
 int hx_comm_backend_usable(enum hx_comm_backend b, char *why, unsigned long cap)
 {
     why[0] = '\0';
-    if (b == HX_COMM_MPI) {
+    if (b == HX_COMM_MPI || b == HX_COMM_STARPU_MPI) {
         return HX_OK;
     }
     if (b != HX_COMM_NCCL) {
         snprintf(why, cap, "backend %d is not an enum hx_comm_backend (HX_COMM_MPI, "
-                 "HX_COMM_NCCL)", (int)b);
+                 "HX_COMM_NCCL, HX_COMM_STARPU_MPI)", (int)b);
         return HX_EINVAL;
     }
     int used = 0, cuda = HX_HAVE_CUDA, starpu_cuda = 0;

@@ -118,4 +118,22 @@ int hx_nccl_send(struct hx_nccl_coll *c, const void *buf, long n, int peer);
 int hx_nccl_recv(struct hx_nccl_coll *c, void *buf, long n, int peer);
 void hx_nccl_end(struct hx_nccl_coll *c, int ok);
 
+/* ---- StarPU-MPI (runtime/comm_smpi.c) ----
+ * A collective task on StarPU-MPI: hx_smpi_begin (channel checks, numbering), one call per
+ * tensor on host pointers the task holds (its tiles, in RAM: the codelets are CPU-only), which
+ * submits that tensor's point-to-point transfers and reduction tasks, and hx_smpi_end
+ * (end-dependency, handed to the engine, which polls until every submitted operation has
+ * run).  A failed call is reported and makes the later ones no-ops. */
+struct hx_smpi_coll;
+enum hx_smpi_algo { HX_SMPI_TREE, HX_SMPI_RING };
+/* The algorithm for @p bytes over @p p ranks: HX_SMPI_ALGO=ring|tree, else by size. */
+enum hx_smpi_algo hx_smpi_algo_for(long bytes, int p);
+struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
+                                   const struct hx_group **g);
+/* In place: buf (n) := sum (max) over the group. */
+int hx_smpi_allreduce(struct hx_smpi_coll *c, void *buf, long n, int reduce);
+/* In place: buf (n) := group rank @p root's. */
+int hx_smpi_broadcast(struct hx_smpi_coll *c, void *buf, long n, int root);
+void hx_smpi_end(struct hx_smpi_coll *c, int ok);
+
 #endif /* HX_COMM_INTERNAL_H */

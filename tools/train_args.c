@@ -119,9 +119,10 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "where compute tasks run: any (the policy chooses, default), cpu, opencl or cuda; "
       "collectives always run on CPU workers");
     F("comm-backend", FLAG_STRING, &a->comm_backend, 0, 0,
-      "who moves collective data: mpi (host memory; StarPU brings device tiles to RAM first) "
-      "or nccl (the tiles' GPU copies, one GPU per rank; needs a CUDA-enabled StarPU); "
-      "default nccl with --compute-on cuda, else mpi");
+      "who moves collective data: mpi (host memory; StarPU brings device tiles to RAM first), "
+      "starpu-mpi (StarPU-MPI transfers and reduction tasks, ring or tree by size; "
+      "HX_SMPI_ALGO=ring|tree forces one) or nccl (the tiles' GPU copies, one GPU per rank; "
+      "needs a CUDA-enabled StarPU); default nccl with --compute-on cuda, else mpi");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
     F("progress-bar", FLAG_INT, &a->progress_bar, -1, 1, "live bar: -1 when a terminal, 0, 1");
@@ -217,8 +218,8 @@ static int check_backend(struct train_args *a, enum hx_place place)
     enum hx_comm_backend b = place == HX_PLACE_CUDA ? HX_COMM_NCCL : HX_COMM_MPI;
     char why[512];
     if (a->comm_backend != NULL && hx_comm_backend_from_name(a->comm_backend, &b) != HX_OK) {
-        fprintf(stderr, "helix: error: --comm-backend %s is not a backend; use mpi or nccl\n",
-                flags_esc(a->comm_backend));
+        fprintf(stderr, "helix: error: --comm-backend %s is not a backend; use mpi, "
+                "starpu-mpi or nccl\n", flags_esc(a->comm_backend));
         return 2;
     }
     const char *chosen = a->comm_backend == NULL ? " (the default with --compute-on cuda)" : "";

@@ -82,11 +82,12 @@ int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long ca
 enum hx_comm_backend {
     HX_COMM_MPI = 0,  /**< MPI_I* calls on host memory (device tiles come to RAM first) */
     HX_COMM_NCCL = 1, /**< NCCL calls on the tiles' copies in GPU memory */
+    HX_COMM_STARPU_MPI = 2, /**< StarPU-MPI transfers and reduction tasks (ring or tree) */
 };
 
-/** @p name ("mpi", "nccl") into @p b: HX_OK, or HX_EINVAL (nothing printed). */
+/** @p name ("mpi", "nccl", "starpu-mpi") into @p b: HX_OK, or HX_EINVAL (nothing printed). */
 int hx_comm_backend_from_name(const char *name, enum hx_comm_backend *b);
-/** "mpi" or "nccl". */
+/** "mpi", "nccl" or "starpu-mpi". */
 const char *hx_comm_backend_name(enum hx_comm_backend b);
 /**
  * Whether @p b can run with this build of helix and this StarPU, decided without starting

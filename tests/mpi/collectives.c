@@ -375,6 +375,12 @@ static void run_mesh(const struct mesh_case *mc)
         hx_mpi_abort(99);
     }
     struct hx_comm_opts co = { .timeout = 20 }; /* a hang fails in 20 s, not never */
+    const char *backend = getenv("HX_COMM_BACKEND"); /* collectives.sh runs each backend */
+    if (backend != NULL && hx_comm_backend_from_name(backend, &co.backend) != HX_OK) {
+        fprintf(stderr, "collectives: HX_COMM_BACKEND=%s is not mpi, starpu-mpi or nccl\n",
+                backend);
+        hx_mpi_abort(99);
+    }
     if (hx_comm_open(&J.mesh, &co) != HX_OK) {
         hx_mpi_abort(99);
     }

@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # tests/mpi/collectives.sh: tests/mpi/collectives.c in a world of 1 (no mpirun: a singleton
-# MPI), 2 and 4 ranks.  Each launch's TAP lines are renumbered into this one stream with an
-# "np N:" prefix, then one more line per launch says it exited 0 and ran its whole plan; the
-# plan comes last.  Ranks get one worker each (tests/mpi/lib.sh).
+# MPI), 2 and 4 ranks, on each backend: the MPI engine, and StarPU-MPI with each of its
+# algorithms forced (HX_SMPI_ALGO=tree, ring).  Each launch's TAP lines are renumbered into
+# this one stream with an "np N, BACKEND:" prefix, then one more line per launch says it
+# exited 0 and ran its whole plan; the plan comes last.  Ranks get one worker each
+# (tests/mpi/lib.sh).
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/../cli/lib.sh"
 # shellcheck source=tests/mpi/lib.sh
@@ -13,7 +15,15 @@ HX_MPI_TIMEOUT=120
 export HX_MPI_TIMEOUT
 n=0
 failed=0
-for np in 1 2 4; do
+for launch in "1 mpi" "2 mpi" "4 mpi" "2 starpu-mpi tree" "2 starpu-mpi ring" \
+    "4 starpu-mpi tree" "4 starpu-mpi ring"; do
+    # shellcheck disable=SC2086  # a launch is a list of words
+    set -- $launch
+    np=$1
+    HX_COMM_BACKEND=$2
+    HX_SMPI_ALGO=${3:-}
+    export HX_COMM_BACKEND HX_SMPI_ALGO
+    how="$2${3:+ $3}"
     if [ "$np" -eq 1 ]; then
         run "$COLL"
     else
@@ -31,17 +41,17 @@ for np in 1 2 4; do
             rest=${rest#*[0-9] }
             rest=${rest#- }
             [ "$verdict" = "not ok" ] && failed=$((failed + 1))
-            echo "$verdict $n - np $np: $rest"
+            echo "$verdict $n - np $np, $how: $rest"
             ;;
         "#"*) echo "$line" ;;
         esac
     done <"$OUT"
     n=$((n + 1))
     if [ "$RC" -eq 0 ] && [ -n "$planned" ] && [ "$seen" -eq "$planned" ]; then
-        echo "ok $n - np $np: the launch exits 0 after all $planned checks"
+        echo "ok $n - np $np, $how: the launch exits 0 after all $planned checks"
     else
         failed=$((failed + 1))
-        echo "not ok $n - np $np: the launch exits $RC after $seen of ${planned:-?} checks"
+        echo "not ok $n - np $np, $how: the launch exits $RC after $seen of ${planned:-?} checks"
         grep -v '^\[starpu' "$ERR" | tail -n 20 | diag
     fi
 done
