@@ -78,10 +78,15 @@ struct starpu_codelet *hx_op_nccl_codelet(enum hx_op op)
 #endif
 }
 
-/* the collectives on StarPU-MPI (codelets/collective_smpi.c); the others stay MPI's */
+/* the collectives on StarPU-MPI (codelets/collective_smpi.c); the fence stays MPI's */
 static struct starpu_codelet *const smpi_table[HX_OP_COUNT] = {
     [HX_OP_ALLREDUCE] = &hx_cl_smpi_allreduce,
+    [HX_OP_ALLGATHER] = &hx_cl_smpi_allgather,
+    [HX_OP_REDUCE_SCATTER] = &hx_cl_smpi_reduce_scatter,
     [HX_OP_BROADCAST] = &hx_cl_smpi_broadcast,
+    [HX_OP_ALLTOALL] = &hx_cl_smpi_alltoall,
+    [HX_OP_SEND] = &hx_cl_smpi_send,
+    [HX_OP_RECV] = &hx_cl_smpi_recv,
 };
 
 struct starpu_codelet *hx_op_codelet(enum hx_op op)

@@ -134,6 +134,16 @@ struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
 int hx_smpi_allreduce(struct hx_smpi_coll *c, void *buf, long n, int reduce);
 /* In place: buf (n) := group rank @p root's. */
 int hx_smpi_broadcast(struct hx_smpi_coll *c, void *buf, long n, int root);
+/* full (total) := every rank's piece, which holds this rank's share (ops.h's split rule). */
+int hx_smpi_allgather(struct hx_smpi_coll *c, const void *piece, void *full, long total);
+/* piece := (or += with @p accumulate) this rank's share of the sum of every rank's full. */
+int hx_smpi_reduce_scatter(struct hx_smpi_coll *c, const void *full, void *piece, long total,
+                           int reduce, int accumulate);
+/* out block j (n/p elements) := rank j's in block rank. */
+int hx_smpi_alltoall(struct hx_smpi_coll *c, const void *in, void *out, long n);
+/* Point to point with group rank @p peer. */
+int hx_smpi_send(struct hx_smpi_coll *c, const void *buf, long n, int peer);
+int hx_smpi_recv(struct hx_smpi_coll *c, void *buf, long n, int peer);
 void hx_smpi_end(struct hx_smpi_coll *c, int ok);
 
 #endif /* HX_COMM_INTERNAL_H */

@@ -34,6 +34,7 @@
  * tensor (8) | step (8), so no two messages between a pair of ranks ever share a tag.
  * Test: tests/mpi/collectives.sh (HX_COMM_BACKEND=starpu-mpi), tests/mpi/smpi_algos.c. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,63 @@ static struct starpu_codelet acc_cl = {
     .nbuffers = 2,
     .modes = { STARPU_RW, STARPU_R },
     .name = "smpi_reduce",
+};
+
+/* ---- copies between a task's tile (a pointer the collective's task holds) and scratch ----
+ * cl_arg: struct copy_args (freed by StarPU with the task).  Copy-in fills scratch from the
+ * tile; copy-out writes (or, for a reduce-scatter with accumulate, adds) scratch into it. */
+
+struct copy_args {
+    void *tile;
+    int dtype, add;
+};
+
+static void copy_in_cpu(void *buffers[], void *cl_arg)
+{
+    const struct copy_args *a = cl_arg;
+    size_t bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
+    memcpy((void *)STARPU_VECTOR_GET_PTR(buffers[0]), a->tile, bytes);
+}
+
+/* dst := src, or dst += src with @p add; n elements of @p dtype */
+static void put(void *dst, const void *src, long n, int dtype, int add)
+{
+    if (!add) {
+        memcpy(dst, src, (size_t)n * hx_dtype_size((enum hx_dtype)dtype));
+    } else if (dtype == HX_F32) {
+        for (long i = 0; i < n; i++) {
+            ((float *)dst)[i] += ((const float *)src)[i];
+        }
+    } else if (dtype == HX_F64) {
+        for (long i = 0; i < n; i++) {
+            ((double *)dst)[i] += ((const double *)src)[i];
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            ((int32_t *)dst)[i] += ((const int32_t *)src)[i];
+        }
+    }
+}
+
+static void copy_out_cpu(void *buffers[], void *cl_arg)
+{
+    const struct copy_args *a = cl_arg;
+    put(a->tile, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+        (long)STARPU_VECTOR_GET_NX(buffers[0]), a->dtype, a->add);
+}
+
+static struct starpu_codelet copy_in_cl = {
+    .cpu_funcs = { copy_in_cpu },
+    .nbuffers = 1,
+    .modes = { STARPU_W },
+    .name = "smpi_copy_in",
+};
+
+static struct starpu_codelet copy_out_cl = {
+    .cpu_funcs = { copy_out_cpu },
+    .nbuffers = 1,
+    .modes = { STARPU_R },
+    .name = "smpi_copy_out",
 };
 
 /* ---- bookkeeping ---- */
@@ -207,6 +265,29 @@ static void reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_data
     if (ret != 0) {
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
         fail(c, "submitting a reduction task", ret);
+    }
+}
+
+static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_handle_t h,
+                 void *tile, int add)
+{
+    if (c->failed) {
+        return;
+    }
+    struct copy_args *a = malloc(sizeof *a);
+    if (a == NULL) {
+        fail(c, "allocating a copy task's arguments", ENOMEM);
+        return;
+    }
+    *a = (struct copy_args){ tile, c->dtype, add };
+    __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
+    int ret = starpu_task_insert(cl, cl == &copy_in_cl ? STARPU_W : STARPU_R, h, STARPU_CL_ARGS,
+                                 a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, one_done, c,
+                                 STARPU_PRIORITY, STARPU_MAX_PRIO, 0);
+    if (ret != 0) {
+        __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
+        free(a);
+        fail(c, "submitting a copy task", ret);
     }
 }
 
@@ -396,6 +477,163 @@ int hx_smpi_broadcast(struct hx_smpi_coll *c, void *buf, long n, int root)
     tree_bcast(c, h, root, k, 0);
     starpu_data_unregister_submit(h);
     return c->failed ? HX_ERUNTIME : HX_OK;
+}
+
+/* Handles over the p shares of @p buf (ops.h's split of @p total; NULL for an empty one). */
+static void shares(struct hx_smpi_coll *c, void *buf, long total, starpu_data_handle_t *h)
+{
+    int p = c->g->size;
+    for (int j = 0; j < p; j++) {
+        long cnt = hx_split_count(total, p, j);
+        char *at = (char *)buf + (size_t)hx_split_offset(total, p, j) * c->esize;
+        h[j] = cnt > 0 ? vec(c, at, cnt) : NULL;
+    }
+}
+
+static void unregister_all(starpu_data_handle_t *h, int n)
+{
+    for (int j = 0; j < n; j++) {
+        if (h[j] != NULL) {
+            starpu_data_unregister_submit(h[j]);
+        }
+    }
+}
+
+int hx_smpi_allgather(struct hx_smpi_coll *c, const void *piece, void *full, long total)
+{
+    int k = next_tensor(c, total), p = c->g->size, me = c->g->rank;
+    if (k < 0) {
+        return HX_EUNSUPPORTED;
+    }
+    long mine = hx_split_count(total, p, me);
+    c->r.bytes += (double)mine * (double)c->esize;
+    /* this rank's share into place: the task holds both tiles, no transfer reads them yet */
+    memcpy((char *)full + (size_t)hx_split_offset(total, p, me) * c->esize, piece,
+           (size_t)mine * c->esize);
+    if (p == 1 || total == 0 || c->failed) {
+        return c->failed ? HX_ERUNTIME : HX_OK;
+    }
+    starpu_data_handle_t h[SMPI_MAX_STEPS];
+    shares(c, full, total, h);
+    int next = (me + 1) % p, prev = (me + p - 1) % p;
+    for (int s = 0; s < p - 1; s++) { /* ring: share me - s goes on, me - s - 1 arrives */
+        int out = (me - s + 2 * p) % p, in = (me - s - 1 + 2 * p) % p;
+        if (h[out] != NULL) {
+            send(c, h[out], next, k, s);
+        }
+        if (h[in] != NULL) {
+            recv(c, h[in], prev, k, s);
+        }
+    }
+    unregister_all(h, p);
+    return c->failed ? HX_ERUNTIME : HX_OK;
+}
+
+int hx_smpi_reduce_scatter(struct hx_smpi_coll *c, const void *full, void *piece, long total,
+                           int op, int accumulate)
+{
+    int k = next_tensor(c, total), p = c->g->size, me = c->g->rank;
+    if (k < 0) {
+        return HX_EUNSUPPORTED;
+    }
+    c->r.bytes += (double)total * (double)c->esize;
+    long mine = hx_split_count(total, p, me);
+    const char *src = (const char *)full;
+    if (p == 1 || total == 0 || c->failed) { /* the sum over one rank is its share */
+        if (!c->failed && mine > 0) {
+            put(piece, src, mine, c->dtype, accumulate);
+        }
+        return c->failed ? HX_ERUNTIME : HX_OK;
+    }
+    /* full is read-only to this task: the ring sums in StarPU-allocated copies of its shares.
+     * Share j is summed along the ring starting at group rank j + 1, ending at rank j:
+     * step s sends share me - s - 1 and adds the arriving share me - s - 2. */
+    starpu_data_handle_t h[SMPI_MAX_STEPS] = { 0 }, tmp[SMPI_MAX_STEPS] = { 0 };
+    int next = (me + 1) % p, prev = (me + p - 1) % p;
+    for (int j = 0; j < p; j++) {
+        long cnt = hx_split_count(total, p, j);
+        h[j] = cnt > 0 ? vec(c, NULL, cnt) : NULL;
+        tmp[j] = NULL;
+        if (h[j] != NULL) {
+            copy(c, &copy_in_cl, h[j],
+                 (void *)(src + (size_t)hx_split_offset(total, p, j) * c->esize), 0);
+        }
+    }
+    for (int s = 0; s < p - 1; s++) {
+        int out = (me - s - 1 + 2 * p) % p, in = (me - s - 2 + 2 * p) % p;
+        if (h[out] != NULL) {
+            send(c, h[out], next, k, s);
+        }
+        if (h[in] != NULL) {
+            tmp[in] = vec(c, NULL, hx_split_count(total, p, in));
+            recv(c, tmp[in], prev, k, s);
+            reduce(c, h[in], tmp[in], op);
+        }
+    }
+    if (h[me] != NULL) {
+        copy(c, &copy_out_cl, h[me], piece, accumulate);
+    }
+    unregister_all(h, p);
+    unregister_all(tmp, p);
+    return c->failed ? HX_ERUNTIME : HX_OK;
+}
+
+int hx_smpi_alltoall(struct hx_smpi_coll *c, const void *in, void *out, long n)
+{
+    int k = next_tensor(c, n), p = c->g->size, me = c->g->rank;
+    if (k < 0) {
+        return HX_EUNSUPPORTED;
+    }
+    long blk = n / p;
+    size_t bytes = (size_t)blk * c->esize;
+    c->r.bytes += (double)(n - blk) * (double)c->esize;
+    memcpy((char *)out + (size_t)me * bytes, (const char *)in + (size_t)me * bytes, bytes);
+    if (p == 1 || blk == 0 || c->failed) {
+        return c->failed ? HX_ERUNTIME : HX_OK;
+    }
+    /* pairwise: at step s rank me sends its block for me + s and receives from me - s, so
+     * every rank talks to one peer at a time */
+    for (int s = 1; s < p; s++) {
+        int to = (me + s) % p, from = (me - s + p) % p;
+        starpu_data_handle_t hs = vec(c, (char *)in + (size_t)to * bytes, blk);
+        starpu_data_handle_t hr = vec(c, (char *)out + (size_t)from * bytes, blk);
+        send(c, hs, to, k, s);
+        recv(c, hr, from, k, s);
+        starpu_data_unregister_submit(hs);
+        starpu_data_unregister_submit(hr);
+    }
+    return c->failed ? HX_ERUNTIME : HX_OK;
+}
+
+/* Point to point with group rank @p peer, one message of the whole tile. */
+static int p2p(struct hx_smpi_coll *c, void *buf, long n, int peer, int out)
+{
+    int k = next_tensor(c, n);
+    if (k < 0) {
+        return HX_EUNSUPPORTED;
+    }
+    c->r.bytes += out ? (double)n * (double)c->esize : 0;
+    if (n == 0 || c->failed) {
+        return c->failed ? HX_ERUNTIME : HX_OK;
+    }
+    starpu_data_handle_t h = vec(c, buf, n);
+    if (out) {
+        send(c, h, peer, k, 0);
+    } else {
+        recv(c, h, peer, k, 0);
+    }
+    starpu_data_unregister_submit(h);
+    return c->failed ? HX_ERUNTIME : HX_OK;
+}
+
+int hx_smpi_send(struct hx_smpi_coll *c, const void *buf, long n, int peer)
+{
+    return p2p(c, (void *)buf, n, peer, 1);
+}
+
+int hx_smpi_recv(struct hx_smpi_coll *c, void *buf, long n, int peer)
+{
+    return p2p(c, buf, n, peer, 0);
 }
 
 void hx_smpi_end(struct hx_smpi_coll *c, int ok)
