@@ -29,9 +29,11 @@
  * where the ring's extra 2(p-1) - 2 log2 p latencies cost what the tree's extra bandwidth
  * does on the bed's 1 Gbit/s link (alpha ~ 50 us): ~ 64 KiB.
  *
- * Tags (starpu_mpi_tag_t, 64 bits): channel (7 bits) | the collective's number on that
- * channel on this rank (32 bits; the channel token makes it the same on every member) |
- * tensor (8) | step (8), so no two messages between a pair of ranks ever share a tag.
+ * Tags (starpu_mpi_tag_t, 64 bits): channel (7 bits) | number (32) | tensor (8) | step (8).
+ * A collective's number counts the collectives on its channel on this rank (the channel
+ * token makes it the same on every member); a send or receive counts the messages between
+ * its pair of ranks in its direction on the channel, with step 255.  So no two messages
+ * between a pair of ranks ever share a tag.
  * Test: tests/mpi/collectives.sh (HX_COMM_BACKEND=starpu-mpi), tests/mpi/smpi_algos.c. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,7 +64,12 @@ struct hx_smpi_coll {
     int failed;                    /* a submission failed: reported, the task still ends */
 };
 
-static long numbers[HX_GROUP_COUNT]; /* collectives started per channel (worker threads) */
+/* Message numbering per channel, by worker threads that the channel token serializes:
+ * collectives started (every member runs the same ones), and point-to-point messages per
+ * peer and direction (members run different ones; MPI's order between a pair is kept). */
+static long numbers[HX_GROUP_COUNT];
+static long *sent[HX_GROUP_COUNT], *received[HX_GROUP_COUNT];
+#define P2P_STEP 255 /* the step field of a point-to-point message */
 
 /* ---- the reduction task: acc := acc (+ | max) in ---- */
 
@@ -426,13 +433,16 @@ struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
     c->g = *g;
     c->dtype = dtype;
     c->esize = hx_dtype_size((enum hx_dtype)dtype);
-    c->number = numbers[ch]++; /* the channel token serializes the channel's collectives */
+    c->number = -1; /* the first tensor numbers it: a collective, or a message to a peer */
     return c;
 }
 
 /* The tag field of the collective's next tensor, or -1 (reported) past the tags' limits. */
 static int next_tensor(struct hx_smpi_coll *c, long n)
 {
+    if (c->number < 0) {
+        c->number = numbers[c->r.channel]++;
+    }
     int k = c->ntensors++;
     if (k >= SMPI_MAX_TENSORS || n > (long)UINT32_MAX) {
         HX_TASK_ERR(HX_EUNSUPPORTED, "%s on channel %s seq %d: tensor %d of %ld elements; the "
@@ -605,9 +615,19 @@ int hx_smpi_alltoall(struct hx_smpi_coll *c, const void *in, void *out, long n)
     return c->failed ? HX_ERUNTIME : HX_OK;
 }
 
-/* Point to point with group rank @p peer, one message of the whole tile. */
+/* Point to point with group rank @p peer, one message of the whole tile, numbered by the
+ * messages between this pair in this direction on the channel. */
 static int p2p(struct hx_smpi_coll *c, void *buf, long n, int peer, int out)
 {
+    long **count = out ? sent : received;
+    int ch = c->r.channel;
+    if (count[ch] == NULL && (count[ch] = calloc(SMPI_MAX_STEPS, sizeof **count)) == NULL) {
+        fail(c, "allocating the message counters", ENOMEM);
+        return HX_ENOMEM;
+    }
+    if (c->number < 0) {
+        c->number = count[ch][peer]++;
+    }
     int k = next_tensor(c, n);
     if (k < 0) {
         return HX_EUNSUPPORTED;
@@ -618,9 +638,9 @@ static int p2p(struct hx_smpi_coll *c, void *buf, long n, int peer, int out)
     }
     starpu_data_handle_t h = vec(c, buf, n);
     if (out) {
-        send(c, h, peer, k, 0);
+        send(c, h, peer, k, P2P_STEP);
     } else {
-        recv(c, h, peer, k, 0);
+        recv(c, h, peer, k, P2P_STEP);
     }
     starpu_data_unregister_submit(h);
     return c->failed ? HX_ERUNTIME : HX_OK;
