@@ -273,6 +273,7 @@ int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
     mesh = *m;
     backend = b;
     memset(host_seq, 0, sizeof host_seq);
+    hx_smpi_reset(); /* StarPU-MPI's message numbers start again with the new groups */
     hx_comm_engine_reset_stats();
     if ((ret = hx_comm_engine_start(o != NULL ? o->timeout : 0)) != HX_OK) {
 #if HX_HAVE_CUDA

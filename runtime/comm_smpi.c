@@ -229,32 +229,32 @@ static starpu_data_handle_t vec(struct hx_smpi_coll *c, void *p, long n)
     return h;
 }
 
-static void send(struct hx_smpi_coll *c, starpu_data_handle_t h, int to, int tensor, int step)
+/* A detached transfer of @p h with group rank @p peer: a send (@p out) or a receive. */
+static void xfer(struct hx_smpi_coll *c, starpu_data_handle_t h, int peer, int tensor, int step,
+                 int out)
 {
     if (c->failed) {
         return;
     }
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
-    int ret = starpu_mpi_isend_detached(h, world_of(c->g, to), tag_of(c, tensor, step),
-                                        MPI_COMM_WORLD, one_done, c);
+    int rank = world_of(c->g, peer);
+    starpu_mpi_tag_t tag = tag_of(c, tensor, step);
+    int ret = out ? starpu_mpi_isend_detached(h, rank, tag, MPI_COMM_WORLD, one_done, c)
+                  : starpu_mpi_irecv_detached(h, rank, tag, MPI_COMM_WORLD, one_done, c);
     if (ret != 0) {
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
-        fail(c, "starpu_mpi_isend_detached", ret);
+        fail(c, out ? "starpu_mpi_isend_detached" : "starpu_mpi_irecv_detached", ret);
     }
+}
+
+static void send(struct hx_smpi_coll *c, starpu_data_handle_t h, int to, int tensor, int step)
+{
+    xfer(c, h, to, tensor, step, 1);
 }
 
 static void recv(struct hx_smpi_coll *c, starpu_data_handle_t h, int from, int tensor, int step)
 {
-    if (c->failed) {
-        return;
-    }
-    __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
-    int ret = starpu_mpi_irecv_detached(h, world_of(c->g, from), tag_of(c, tensor, step),
-                                        MPI_COMM_WORLD, one_done, c);
-    if (ret != 0) {
-        __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
-        fail(c, "starpu_mpi_irecv_detached", ret);
-    }
+    xfer(c, h, from, tensor, step, 0);
 }
 
 static void reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_data_handle_t in,
@@ -389,6 +389,16 @@ static void ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, in
 }
 
 /* ---- the interface of comm_internal.h ---- */
+
+void hx_smpi_reset(void)
+{
+    for (int ch = 0; ch < HX_GROUP_COUNT; ch++) {
+        numbers[ch] = 0;
+        free(sent[ch]);
+        free(received[ch]);
+        sent[ch] = received[ch] = NULL;
+    }
+}
 
 enum hx_smpi_algo hx_smpi_algo_for(long bytes, int p)
 {
@@ -637,11 +647,7 @@ static int p2p(struct hx_smpi_coll *c, void *buf, long n, int peer, int out)
         return c->failed ? HX_ERUNTIME : HX_OK;
     }
     starpu_data_handle_t h = vec(c, buf, n);
-    if (out) {
-        send(c, h, peer, k, P2P_STEP);
-    } else {
-        recv(c, h, peer, k, P2P_STEP);
-    }
+    xfer(c, h, peer, k, P2P_STEP, out);
     starpu_data_unregister_submit(h);
     return c->failed ? HX_ERUNTIME : HX_OK;
 }
