@@ -34,7 +34,8 @@
  * token makes it the same on every member); a send or receive counts the messages between
  * its pair of ranks in its direction on the channel, with step 255.  So no two messages
  * between a pair of ranks ever share a tag.
- * Test: tests/mpi/collectives.sh (HX_COMM_BACKEND=starpu-mpi), tests/mpi/smpi_algos.c. */
+ * Test: tests/mpi/collectives.sh (every op, both algorithms forced, 2-4 ranks) and
+ * tests/mpi/parity_smpi.sh (training on every kind of mesh). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
 # every kind of mesh, and bitwise the same losses whatever StarPU policy runs it (the
 # algorithm, not arrival order, fixes every sum).
 # 4 layers: --pipeline-fold with pp 2 cuts them into 2 x 2 chunks.
-# shellcheck disable=SC2016  # ok evals its single-quoted checks
+# shellcheck disable=SC2016,SC2034  # ok evals its single-quoted checks; parity_lib.sh reads PARITY_MODEL
 PARITY_MODEL="--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 32
  --micro-batch-size 2 --global-batch-size 16 --train-iters 20 --lr 2e-3 --lr-warmup-iters 5
  --eval-interval 10 --eval-iters 2 --sample-tokens 16 --log-interval 5 --seed 7"
