@@ -48,7 +48,7 @@ plan 10
 
 run "$HELIX" train $TINY --comm-backend gloo
 ok "--comm-backend gloo: exit 2 listing the backends" \
-    'usage_error "--comm-backend gloo is not a backend; use mpi or nccl"'
+    'usage_error "--comm-backend gloo is not a backend; use mpi, starpu-mpi or nccl"'
 
 if [ "$cuda_build" = 1 ] && [ "$starpu_cuda" = 1 ]; then # (the only case NCCL can run)
     for d in "--comm-backend nccl" "--comm-backend nccl in a --config file" \
