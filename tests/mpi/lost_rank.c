@@ -5,7 +5,7 @@
  * order, so when it vanishes in producer 5 it has posted nothing while the others wait in
  * the world's seq 0; the others must then be ended by the watchdog (--timeout seconds).
  *
- *   lost_rank --victim kill|stop|stop-host|none [--timeout S]
+ *   lost_rank --victim kill|stop|stop-host|none [--timeout S] [--backend mpi|starpu-mpi]
  *     kill       rank 1 raises SIGKILL in producer 5 (mid-graph)
  *     stop       rank 1 raises SIGSTOP in producer 5
  *     stop-host  the graph completes, then rank 1 stops before the host barrier
@@ -22,13 +22,15 @@
 
 int main(int argc, char **argv)
 {
-    const char *mode = NULL;
+    const char *mode = NULL, *backend = "mpi";
     double timeout = 3;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--victim") == 0 && i + 1 < argc) {
             mode = argv[++i];
         } else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
             timeout = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            backend = argv[++i];
         } else {
             mode = NULL;
             break;
@@ -40,9 +42,10 @@ int main(int argc, char **argv)
               : strcmp(mode, "stop-host") == 0  ? SIGSTOP
               : strcmp(mode, "none") == 0       ? 0
                                                 : -1;
-    if (sig < 0) {
+    struct hx_comm_opts co = { .timeout = timeout };
+    if (sig < 0 || hx_comm_backend_from_name(backend, &co.backend) != HX_OK) {
         fprintf(stderr, "usage: lost_rank --victim kill|stop|stop-host|none "
-                "[--timeout SECONDS]\n");
+                "[--timeout SECONDS] [--backend mpi|starpu-mpi]\n");
         return 2;
     }
     int host = strcmp(mode, "stop-host") == 0;
@@ -51,7 +54,6 @@ int main(int argc, char **argv)
     J.victim_signal = host ? 0 : sig;
     J.victim_at = 5;
     struct hx_mesh_request req = { .world_size = W, .world_rank = R };
-    struct hx_comm_opts co = { .timeout = timeout };
     if (hx_mesh_init(&J.mesh, &req, 0) != HX_OK || hx_comm_open(&J.mesh, &co) != HX_OK) {
         hx_mpi_abort(1);
     }

@@ -14,7 +14,7 @@
 #  - a stopped rank (SIGSTOP): mpirun notices nothing, the watchdog ends the survivors, and
 #    mpirun then aborts the job with their status 3, killing the stopped rank.
 # Cases: a control run; stop mid-graph; stop before a host barrier; kill mid-graph at np 4
-# (recovery); kill at np 2 (mpirun's abort); kill -9 of rank 1 of `helix train` mid-run;
+# (recovery), also on the StarPU-MPI backend; kill at np 2 (mpirun's abort); kill -9 of rank 1 of `helix train` mid-run;
 # a checkpoint whose write takes 2 s (tests/mpi/slow_fsync delays its fsync) with
 # --comm-timeout 1: rank 0 waits for its writer process in heartbeat all-reduces, so the job
 # completes; and rank 0 killed -9 during that wait: rank 1 is still ended by the watchdog,
@@ -25,7 +25,7 @@
 . "$(dirname "$0")/../cli/lib.sh"
 # shellcheck source=tests/mpi/lib.sh
 . "$(dirname "$0")/lib.sh"
-plan 25
+plan 27
 LOST=$HX_BUILDDIR/tests/mpi/lost_rank
 LIMIT_MS=15000               # the launch, 3 s of watchdog and the teardown
 HX_MPI_TIMEOUT=60            # hx_mpirun's bound: a hang fails here instead of hanging make
@@ -46,11 +46,11 @@ timed() {
 
 # Each rank's exit status lands in $HX_RC_DIR/rc.RANK (mpirun's own status hides them
 # when recovery is on); rank_rc R prints it, or "none".
-per_rank() {
+per_rank() { # NP VICTIM [BACKEND]
     rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
     # shellcheck disable=SC2016  # expanded by each rank's shell
     timed "$1" sh -c '"$@"; echo $? >"$HX_RC_DIR/rc.$OMPI_COMM_WORLD_RANK"' \
-        sh "$LOST" --victim "$2" --timeout 3
+        sh "$LOST" --victim "$2" --timeout 3 --backend "${3:-mpi}"
 }
 rank_rc() { cat "$HX_RC_DIR/rc.$1" 2>/dev/null || echo none; }
 
@@ -88,14 +88,21 @@ survivors_speak() {
 ok "kill at np 4: every survivor prints the watchdog line" survivors_speak
 ok "kill at np 4: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
 
-# 13-14: the same kill under mpirun's defaults: mpirun aborts the job itself
+# 13-14: the same kill on the StarPU-MPI backend: the survivors wait inside its transfers,
+# and the engine's watchdog names the collective all the same
+HX_MPIRUN_FLAGS=$RECOVER per_rank 4 kill starpu-mpi
+ok "kill at np 4, StarPU-MPI: ranks 0, 2, 3 exit with status 3 (got $(rank_rc 0) $(rank_rc 2) \
+$(rank_rc 3))" '[ "$(rank_rc 0)$(rank_rc 2)$(rank_rc 3)" = 333 ]'
+ok "kill at np 4, StarPU-MPI: every survivor prints the watchdog line" survivors_speak
+
+# 15-16: the same kill under mpirun's defaults: mpirun aborts the job itself
 timed 2 "$LOST" --victim kill --timeout 3
 ok "kill at np 2, mpirun's defaults: mpirun aborts the job (status $RC)" \
     '! rc_is 0 && err_has "exited on signal 9"'
 ok "kill at np 2, mpirun's defaults: over in ${ELAPSED} ms (< $LIMIT_MS)" \
     '[ "$ELAPSED" -lt $LIMIT_MS ]'
 
-# 15-19: helix train, rank 1 killed from outside once steps run (recovery, statuses per rank)
+# 17-21: helix train, rank 1 killed from outside once steps run (recovery, statuses per rank)
 rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
 # shellcheck disable=SC2016  # expanded by each rank's shell
 WRAP='"$@" & p=$!; echo $p >"$HX_RC_DIR/pid.$OMPI_COMM_WORLD_RANK"; wait $p
@@ -122,7 +129,7 @@ ok "train: rank 0 prints the watchdog line" 'err_has "\[rank 0\] $WD $ANY$"'
 ok "train: rank 0 prints the hint" 'err_has "\[rank 0\] hint: a peer rank died or stopped"'
 ok "train: over ${ELAPSED} ms after the kill (< 10000)" '[ "$ELAPSED" -lt 10000 ]'
 
-# 20-22: a slow checkpoint write (2 s) is progress, not a lost peer
+# 22-24: a slow checkpoint write (2 s) is progress, not a lost peer
 SLOW="-x LD_PRELOAD=$HX_BUILDDIR/tests/mpi/.libs/slow_fsync.so -x HX_SLOW_FSYNC_S=2 \
 -x ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 TRAIN="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 \
@@ -140,7 +147,7 @@ ok "... both saves are reported complete, and 'latest' names the second" \
      [ "$(cat "$TMP/slow/latest")" = ckpt-00000004.bin ]'
 ok "... no .tmp is left" '[ -z "$(find "$TMP/slow" -name "*.tmp")" ]'
 
-# 23-25: rank 0 dies while rank 1 waits for its writer: the watchdog still ends rank 1
+# 25-27: rank 0 dies while rank 1 waits for its writer: the watchdog still ends rank 1
 rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
 LAST_CMD="helix train at np 2, --comm-timeout 1, slow checkpoint, rank 0 killed while it waits"
 HX_MPIRUN_FLAGS="$RECOVER $SLOW" hx_mpirun 2 sh -c "$WRAP" sh "$HELIX" train $TRAIN \
