@@ -37,14 +37,14 @@ extern struct starpu_codelet hx_cl_embed_fwd, hx_cl_embed_bwd;
 extern struct starpu_codelet hx_cl_xent_vp_stats, hx_cl_xent_vp;
 extern struct starpu_codelet hx_cl_add, hx_cl_reduce, hx_cl_fill, hx_cl_adamw;
 extern struct starpu_codelet hx_cl_allreduce, hx_cl_allgather, hx_cl_reduce_scatter,
-    hx_cl_broadcast, hx_cl_alltoall, hx_cl_send, hx_cl_recv, hx_cl_fence;
+    hx_cl_broadcast, hx_cl_alltoall, hx_cl_send, hx_cl_recv, hx_cl_shift, hx_cl_fence;
 extern struct starpu_codelet hx_cl_smpi_allreduce, hx_cl_smpi_allgather,
     hx_cl_smpi_reduce_scatter, hx_cl_smpi_broadcast, hx_cl_smpi_alltoall, hx_cl_smpi_send,
-    hx_cl_smpi_recv;
+    hx_cl_smpi_recv, hx_cl_smpi_shift;
 #if HX_HAVE_CUDA
 extern struct starpu_codelet hx_cl_nccl_allreduce, hx_cl_nccl_allgather,
     hx_cl_nccl_reduce_scatter, hx_cl_nccl_broadcast, hx_cl_nccl_alltoall, hx_cl_nccl_send,
-    hx_cl_nccl_recv, hx_cl_nccl_fence;
+    hx_cl_nccl_recv, hx_cl_nccl_shift, hx_cl_nccl_fence;
 #endif
 
 /* Buffer accessors: a tile is a StarPU matrix (NY rows, NX cols, LD elements per row). */

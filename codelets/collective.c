@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* codelets/collective.c: the collectives of include/helix/ops.h (HX_OP_ALLREDUCE ..
- * HX_OP_RECV) over MPI, on the communicator of the node's channel (runtime/comm.c).
+ * HX_OP_SHIFT) over MPI, on the communicator of the node's channel (runtime/comm.c).
  * Buffer 0 is the channel token: it only orders, so it is never read.  Data tiles are
  * contiguous (ld == cols) with the element type args.coll.dtype.  Of `total` elements, group
  * rank j holds count_j = total/p + (j < total%p) at offset sum_{i<j} count_i.
@@ -630,6 +630,53 @@ static void recv_cpu(void *buffers[], void *cl_arg)
     p2p(buffers, cl_arg, 0);
 }
 
+/* buffers: token, in R, out W; k = args.coll.peer: in goes to group rank (r - k) mod p, out
+ * comes from (r + k) mod p.  One MPI_Ialltoallv whose only non-zero counts are those two
+ * ranks': one request for the engine, and both transfers posted at once (as separate
+ * MPI_Isend/MPI_Irecv tasks on one channel they would wait on each other: the token orders
+ * them). */
+static void shift_cpu(void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    MPI_Comm comm;
+    const struct hx_group *g;
+    struct coll *c = coll_begin(node, &comm, &g);
+    long nin = 0, nout = 0;
+    if (c == NULL) {
+        return;
+    }
+    void *in = tile(buffers, 1, c, &nin), *out = tile(buffers, 2, c, &nout);
+    int k = node->args.coll.peer, p = g->size;
+    c->r.bytes = (double)nin * (double)c->esize;
+    if (nin != nout || k % p == 0) {
+        HX_TASK_ERR(HX_EINVAL, "shift on channel %s seq %d: in has %ld elements and out %ld, "
+                    "distance %d over %d ranks; the tiles must match and the distance must "
+                    "not be a multiple of the group size", hx_group_name(c->r.channel),
+                    c->r.seq, nin, nout, k, p);
+        coll_free(c);
+        return;
+    }
+    if (!fits_int(c, nin, "a message")) {
+        coll_free(c);
+        return;
+    }
+    c->counts = calloc((size_t)p * 4, sizeof *c->counts); /* scounts, sdispls, rcounts, rdispls */
+    if (c->counts == NULL) {
+        HX_TASK_ERR(HX_ENOMEM, "shift on channel %s seq %d: %d counts",
+                    hx_group_name(c->r.channel), c->r.seq, 4 * p);
+        coll_free(c);
+        return;
+    }
+    int *scounts = c->counts, *sdispls = scounts + p, *rcounts = sdispls + p,
+        *rdispls = rcounts + p;
+    scounts[((g->rank - k) % p + p) % p] = (int)nin;
+    rcounts[((g->rank + k) % p + p) % p] = (int)nout;
+    MPI_Datatype t = hx_comm_mpi_type(c->dtype);
+    int rc = MPI_Ialltoallv(in, scounts, sdispls, t, out, rcounts, rdispls, t, comm,
+                            &c->r.req);
+    coll_post(c, rc, "MPI_Ialltoallv");
+}
+
 /* A fence only orders: its dependencies (token RW after the tiles' writers) are the work. */
 static void fence_cpu(void *buffers[], void *cl_arg)
 {
@@ -644,4 +691,5 @@ HX_CODELET(broadcast, "broadcast", broadcast_cpu);
 HX_CODELET(alltoall, "alltoall", alltoall_cpu);
 HX_CODELET(send, "send", send_cpu);
 HX_CODELET(recv, "recv", recv_cpu);
+HX_CODELET(shift, "shift", shift_cpu);
 HX_CODELET(fence, "fence", fence_cpu);

@@ -179,3 +179,31 @@ void hx_coll_p2p_with(const struct hx_coll_calls *o, void *buffers[], void *cl_a
         o->end(c, ok);
     }
 }
+
+/* buffers: token, in R, out W; k = args.coll.peer: in goes to group rank (r - k) mod p, out
+ * comes from (r + k) mod p (ops.h).  Both transfers are posted before either is waited on, so
+ * the ranks of a ring never wait on each other's sends. */
+void hx_coll_shift_with(const struct hx_coll_calls *o, void *buffers[], void *cl_arg)
+{
+    const struct hx_node *node = cl_arg;
+    const struct hx_group *g;
+    void *c = begin(o, node, &g);
+    int ok = c != NULL;
+    if (ok) {
+        long nin = 0, nout = 0;
+        const void *in = dtile(buffers, 1, node, &nin);
+        void *out = dtile(buffers, 2, node, &nout);
+        int k = node->args.coll.peer, p = g->size;
+        if (nin != nout || k % p == 0) {
+            HX_TASK_ERR(HX_EINVAL, "shift on channel %s seq %d: in has %ld elements and out "
+                        "%ld, distance %d over %d ranks; the tiles must match and the distance "
+                        "must not be a multiple of the group size",
+                        hx_group_name((enum hx_group_kind)node->args.coll.channel),
+                        node->args.coll.seq, nin, nout, k, p);
+            ok = 0;
+        }
+        int to = ((g->rank - k) % p + p) % p, from = ((g->rank + k) % p + p) % p;
+        ok = ok && o->send(c, in, nin, to) == HX_OK && o->recv(c, out, nout, from) == HX_OK;
+        o->end(c, ok);
+    }
+}

@@ -2,7 +2,7 @@
 /* codelets/collective_calls.h: one backend's collective calls (runtime/comm_internal.h's
  * hx_nccl_* or hx_smpi_*), and the codelet bodies written against them
  * (codelets/collective_calls.c).  HX_COLL_BACKEND(smpi) defines a backend's table of calls
- * and its codelet functions allreduce_smpi ... recv_smpi, one line each. */
+ * and its codelet functions allreduce_smpi ... shift_smpi, one line each. */
 #ifndef HX_COLLECTIVE_CALLS_H
 #define HX_COLLECTIVE_CALLS_H
 
@@ -30,6 +30,7 @@ void hx_coll_allgather_with(const struct hx_coll_calls *o, void *buffers[], void
 void hx_coll_reduce_scatter_with(const struct hx_coll_calls *o, void *buffers[], void *cl_arg);
 void hx_coll_alltoall_with(const struct hx_coll_calls *o, void *buffers[], void *cl_arg);
 void hx_coll_p2p_with(const struct hx_coll_calls *o, void *buffers[], void *cl_arg, int send);
+void hx_coll_shift_with(const struct hx_coll_calls *o, void *buffers[], void *cl_arg);
 
 /* In a backend's codelet file: `static const struct hx_coll_calls <b>_calls` from hx_<b>_*,
  * and the CPU functions <op>_<b>(buffers, cl_arg) of its codelets. */
@@ -103,6 +104,10 @@ void hx_coll_p2p_with(const struct hx_coll_calls *o, void *buffers[], void *cl_a
     static void recv_##b(void *buffers[], void *cl_arg)                                       \
     {                                                                                         \
         hx_coll_p2p_with(&b##_calls, buffers, cl_arg, 0);                                     \
+    }                                                                                         \
+    static void shift_##b(void *buffers[], void *cl_arg)                                      \
+    {                                                                                         \
+        hx_coll_shift_with(&b##_calls, buffers, cl_arg);                                      \
     }
 
 #endif

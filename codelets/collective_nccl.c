@@ -49,4 +49,5 @@ HX_NCCL_CODELET(broadcast, "broadcast", broadcast_nccl);
 HX_NCCL_CODELET(alltoall, "alltoall", alltoall_nccl);
 HX_NCCL_CODELET(send, "send", send_nccl);
 HX_NCCL_CODELET(recv, "recv", recv_nccl);
+HX_NCCL_CODELET(shift, "shift", shift_nccl);
 HX_NCCL_CODELET(fence, "fence", fence_nccl);

@@ -30,3 +30,4 @@ HX_SMPI_CODELET(broadcast, "broadcast", broadcast_smpi);
 HX_SMPI_CODELET(alltoall, "alltoall", alltoall_smpi);
 HX_SMPI_CODELET(send, "send", send_smpi);
 HX_SMPI_CODELET(recv, "recv", recv_smpi);
+HX_SMPI_CODELET(shift, "shift", shift_smpi);

@@ -40,6 +40,7 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_ALLTOALL] = { "alltoall", &hx_cl_alltoall, 3, 3 },
     [HX_OP_SEND] = { "send", &hx_cl_send, 2, 2 },
     [HX_OP_RECV] = { "recv", &hx_cl_recv, 2, 2 },
+    [HX_OP_SHIFT] = { "shift", &hx_cl_shift, 3, 3 },
     [HX_OP_FENCE] = { "fence", &hx_cl_fence, 2, HX_NODE_MAXREFS },
     [HX_OP_XENT_VP_STATS] = { "xent_vp_stats", &hx_cl_xent_vp_stats, 3, 3 },
     [HX_OP_XENT_VP] = { "xent_vp", &hx_cl_xent_vp, 5, 5 },
@@ -64,6 +65,7 @@ static struct starpu_codelet *const nccl_table[HX_OP_COUNT] = {
     [HX_OP_ALLTOALL] = &hx_cl_nccl_alltoall,
     [HX_OP_SEND] = &hx_cl_nccl_send,
     [HX_OP_RECV] = &hx_cl_nccl_recv,
+    [HX_OP_SHIFT] = &hx_cl_nccl_shift,
     [HX_OP_FENCE] = &hx_cl_nccl_fence,
 };
 #endif
@@ -87,6 +89,7 @@ static struct starpu_codelet *const smpi_table[HX_OP_COUNT] = {
     [HX_OP_ALLTOALL] = &hx_cl_smpi_alltoall,
     [HX_OP_SEND] = &hx_cl_smpi_send,
     [HX_OP_RECV] = &hx_cl_smpi_recv,
+    [HX_OP_SHIFT] = &hx_cl_smpi_shift,
 };
 
 struct starpu_codelet *hx_op_codelet(enum hx_op op)

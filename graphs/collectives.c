@@ -104,6 +104,19 @@ void hx_recv_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer)
     p2p_tiles(g, HX_OP_RECV, ch, t, peer);
 }
 
+void hx_shift_tile(hx_graph_t g, int ch, int k, hx_tensor_t in, int in_tile, hx_tensor_t out,
+                   int out_tile)
+{
+    HX_ASSERT(in->dtype == out->dtype && in->cols == out->cols &&
+                  hx_tile_nrows(in, in_tile) == hx_tile_nrows(out, out_tile),
+              "shift: tile %d of %s and tile %d of %s differ in shape or dtype", in_tile,
+              in->name, out_tile, out->name);
+    union hx_op_args a = { .coll = { .peer = k, .dtype = in->dtype } };
+    struct hx_ref r[2] = { hx_ref_of(in, in_tile, HX_R), hx_ref_of(out, out_tile, HX_W) };
+    emit(g, HX_OP_SHIFT, ch, &a, 2, r,
+         (double)hx_tile_nrows(in, in_tile) * in->cols * (double)hx_dtype_size(in->dtype));
+}
+
 void hx_channel_fence(hx_graph_t g, int ch, int n, hx_tensor_t const *ts)
 {
     struct hx_ref data[HX_NODE_MAXREFS - 1];

@@ -210,6 +210,7 @@ void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
     hx_linear_fwd(g, al->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
     hx_attention_fwd(g, al->atty, al->att_lse, al->qkv, cf->seq_len, heads, cf->attn_block);
     /* row-parallel: partial sums over tp, the bias added once */
+    hx_gpt_tp_partial(m);
     hx_linear_fwd(g, m->branch_out, al->atty, P[P_LAYER(l, P_PROJ_W)],
                   tp0 ? P[P_LAYER(l, P_PROJ_B)] : NULL);
     hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
@@ -238,6 +239,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
     hx_gpt_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
     hx_gpt_layer_to_gelu(m, l, x);
+    hx_gpt_tp_partial(m);
     hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
                   tp0 ? P[P_LAYER(l, P_FCPROJ_B)] : NULL);
     hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
@@ -300,6 +302,59 @@ static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms, i
     return ret;
 }
 
+/* Rows of a tile --tp-comm-overlap aims for when --tile-seqs is left to helix: the largest
+ * whole number of sequences per tile up to this many rows (measured on scripts/netbed,
+ * bench/comm_backend.sh; bench/README.md). */
+#define TPO_TILE_ROWS 512
+
+/* Sequences per row tile: the configuration's, or helix's choice (0).  The rule for the
+ * whole-op collectives is a function of the configuration only, never of the worker count
+ * or the mesh; with --tp-comm-overlap the tiles are dealt out to the tp ranks, so their
+ * count must be a multiple of tp. */
+static int tile_seqs_of(const struct hx_gpt_config *cfg, const struct hx_mesh *mesh, int tpo)
+{
+    int B = cfg->micro_batch_size, ts = cfg->tile_seqs;
+    if (tpo && ts == 0) {
+        int per = B / mesh->tp; /* sequences of each rank */
+        ts = 1;
+        for (int d = 1; d <= per; d++) {
+            if (per % d == 0 && (long)d * cfg->seq_len <= TPO_TILE_ROWS) {
+                ts = d;
+            }
+        }
+        return ts;
+    }
+    if (ts == 0) {
+        /* the larger the tile the better OpenBLAS does (measured on configs B and C: 512 and
+         * 1024 rows are 5-10% faster than 128 or 256), up to 1024 rows, but at least two tiles
+         * per micro-batch keep both cores busy */
+        int want = (1024 + cfg->seq_len - 1) / cfg->seq_len;
+        int half = (B + 1) / 2;
+        ts = want < half ? want : half;
+    }
+    return ts < B ? ts : B;
+}
+
+/* --tp-comm-overlap's conditions, before anything is built */
+static int check_tp_overlap(const struct hx_gpt_config *cfg, const struct hx_mesh *mesh)
+{
+    if (mesh->tp < 2 || !mesh->sequence_parallel) {
+        return HX_ERR(HX_EINVAL, "--tp-comm-overlap overlaps the sequence-parallel all-gathers "
+                      "and reduce-scatters with their GEMMs; it needs "
+                      "--tensor-model-parallel-size > 1 and --sequence-parallel (tp is %d%s)",
+                      mesh->tp, mesh->sequence_parallel ? "" : ", no --sequence-parallel");
+    }
+    int B = cfg->micro_batch_size, ts = tile_seqs_of(cfg, mesh, 1);
+    if (B % (ts * mesh->tp) != 0) {
+        return HX_ERR(HX_EINVAL, "--tp-comm-overlap deals whole row tiles of %d sequences "
+                      "(--tile-seqs) to the %d tensor-parallel ranks, so --micro-batch-size %d "
+                      "must be a multiple of %d; choose --tile-seqs dividing %d%s", ts, mesh->tp,
+                      B, ts * mesh->tp, B % mesh->tp == 0 ? B / mesh->tp : B,
+                      B % mesh->tp == 0 ? "" : " and a micro-batch size that tp divides");
+    }
+    return HX_OK;
+}
+
 int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
                           const struct hx_optim_config *o, const struct hx_parallel_config *par)
 {
@@ -318,6 +373,10 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
         ret = HX_ERR(HX_EINVAL, "--recompute-activations with %s is not supported: the "
                      "recomputation is emitted per layer of whole micro-batches; drop one",
                      mesh->pp > 1 ? "--pipeline-model-parallel-size > 1" : "--strands");
+    }
+    int tpo = par != NULL && par->tp_comm_overlap;
+    if (ret == HX_OK && tpo) {
+        ret = check_tp_overlap(cfg, mesh);
     }
     if (ret != HX_OK) {
         return ret;
@@ -338,18 +397,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     if (m->cfg.max_seq_len == 0) {
         m->cfg.max_seq_len = cfg->seq_len;
     }
-    if (m->cfg.tile_seqs == 0) {
-        /* the larger the tile the better OpenBLAS does (measured on configs B and C: 512 and
-         * 1024 rows are 5-10% faster than 128 or 256), up to 1024 rows, but at least two tiles
-         * per micro-batch keep both cores busy.  A function of the configuration only, never
-         * of the worker count or the mesh. */
-        int want = (1024 + cfg->seq_len - 1) / cfg->seq_len;
-        int half = (cfg->micro_batch_size + 1) / 2;
-        m->cfg.tile_seqs = want < half ? want : half;
-    }
-    if (m->cfg.tile_seqs > cfg->micro_batch_size) {
-        m->cfg.tile_seqs = cfg->micro_batch_size;
-    }
+    m->cfg.tile_seqs = tile_seqs_of(cfg, &m->mesh, tpo);
     if (m->cfg.ln_eps == 0) {
         m->cfg.ln_eps = 1e-5f;
     }

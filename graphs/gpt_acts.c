@@ -38,7 +38,9 @@ hx_tensor_t hx_gpt_actf(struct hx_gpt *m, int cols, const char *fmt, int l)
 }
 
 /* A tensor of the sequence-parallel region: Ns rows, every tile 1/tp of the full tile, so
- * tile i of the shard gathers into tile i of the full tensor. */
+ * tile i of the shard gathers into tile i of the full tensor; with --tp-comm-overlap, tiles
+ * as large as the full tensor's, shard tile i being full tile i*tp + tp_rank (the rotated
+ * layout of helix/tp_overlap.h). */
 hx_tensor_t hx_gpt_actf_s(struct hx_gpt *m, int cols, const char *fmt, int l)
 {
     if (!m->mesh.sequence_parallel) {
@@ -46,7 +48,7 @@ hx_tensor_t hx_gpt_actf_s(struct hx_gpt *m, int cols, const char *fmt, int l)
     }
     char name[HX_NAME_MAX];
     snprintf(name, sizeof name, fmt, l);
-    int tile = m->cfg.seq_len * m->cfg.tile_seqs / m->mesh.tp;
+    int tile = m->cfg.seq_len * m->cfg.tile_seqs / (m->par.tp_comm_overlap ? 1 : m->mesh.tp);
     return hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, m->Ns, cols, tile);
 }
 

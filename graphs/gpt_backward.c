@@ -43,6 +43,7 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_gelu_bwd(g, t->dfch, a->fch, t->dfch_gelu);
     /* column-parallel fc: its input gradient is a partial sum over tp */
+    hx_gpt_tp_partial(m);
     hx_linear_bwd_data(g, t->dln2_part, t->dfch, P[P_LAYER(l, P_FC_W)]);
     hx_gpt_tp_reduce(m, t->dln2, t->dln2_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
@@ -66,6 +67,7 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_attention_bwd(g, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse, m->cfg.seq_len, heads,
                      m->cfg.attn_block);
+    hx_gpt_tp_partial(m);
     hx_linear_bwd_data(g, t->dln1_part, t->dqkv, P[P_LAYER(l, P_QKV_W)]);
     hx_gpt_tp_reduce(m, t->dln1, t->dln1_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
@@ -98,6 +100,7 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
         return;
     }
     /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
+    hx_gpt_tp_partial(m);
     hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
     hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;

@@ -34,6 +34,7 @@
 #include "helix/collectives.h"
 #include "helix/error.h"
 #include "helix/layers.h"
+#include "helix/tp_overlap.h"
 
 #define BUCKET_MAX 15 /* tensors in one DDP bucket (Megatron cuts by size alone) */
 
@@ -297,21 +298,65 @@ int hx_gpt_tp_channel(const struct hx_gpt *m)
     return m->g->cur.strand == HX_STRAND_BETA ? HX_GROUP_TP_BETA : HX_GROUP_TP;
 }
 
+static struct hx_tp_group tp_group(const struct hx_gpt *m)
+{
+    struct hx_tp_group tp = { hx_gpt_tp_channel(m), m->mesh.tp, m->mesh.tp_rank };
+    return tp;
+}
+
 hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard)
 {
     if (!m->mesh.sequence_parallel) {
         return shard;
     }
-    hx_allgather_tiles(m->g, hx_gpt_tp_channel(m), full, shard);
+    if (m->par.tp_comm_overlap) {
+        hx_tp_allgather(m->g, tp_group(m), full, shard);
+    } else {
+        hx_allgather_tiles(m->g, hx_gpt_tp_channel(m), full, shard);
+    }
     return full;
+}
+
+void hx_gpt_tp_partial(struct hx_gpt *m)
+{
+    if (m->par.tp_comm_overlap) {
+        hx_tp_order(m->g, tp_group(m), 1);
+    }
+}
+
+/* The scratch for the partials @p shard receives (--tp-comm-overlap): its own, made on first
+ * use. */
+static hx_tensor_t *rs_scratch(struct hx_gpt *m, hx_tensor_t shard)
+{
+    for (int i = 0; i < m->nrs_scratch; i++) {
+        if (m->rs_scratch[i].shard == shard) {
+            return m->rs_scratch[i].recv;
+        }
+    }
+    HX_ASSERT(m->nrs_scratch < GPT_RS_TARGETS, "more than %d reduce-scatter targets",
+              GPT_RS_TARGETS);
+    struct gpt_rs_scratch *s = &m->rs_scratch[m->nrs_scratch++];
+    s->shard = shard;
+    s->recv = calloc((size_t)m->mesh.tp - 1, sizeof *s->recv);
+    HX_ASSERT(s->recv != NULL, "out of memory");
+    for (int k = 1; k < m->mesh.tp; k++) {
+        char name[HX_NAME_MAX];
+        snprintf(name, sizeof name, "%.32s.from-%u", shard->name, (unsigned)k % 1000u);
+        s->recv[k - 1] = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, shard->rows,
+                                         shard->cols, shard->tile_rows);
+    }
+    return s->recv;
 }
 
 void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial)
 {
+    hx_tp_order_reset(m->g);
     if (m->mesh.tp == 1) {
         return;
     }
-    if (m->mesh.sequence_parallel) {
+    if (m->mesh.sequence_parallel && m->par.tp_comm_overlap) {
+        hx_tp_reduce_scatter(m->g, tp_group(m), shard, partial, rs_scratch(m, shard));
+    } else if (m->mesh.sequence_parallel) {
         hx_reduce_scatter_tiles(m->g, hx_gpt_tp_channel(m), shard, partial, 0);
     } else {
         HX_ASSERT(shard == partial, "without sequence parallelism %s and %s must alias",
@@ -442,6 +487,9 @@ void hx_gpt_dist_free(struct hx_gpt *m)
     free(m->gfull);
     free(m->mbg);
     free(m->gfinal);
+    for (int i = 0; i < m->nrs_scratch; i++) {
+        free(m->rs_scratch[i].recv);
+    }
 }
 
 void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)

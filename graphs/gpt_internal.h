@@ -84,6 +84,8 @@ struct gpt_grad_queue {
     long open_elems;
 };
 
+#define GPT_RS_TARGETS 8 /* emb, branch_s, two dln1 and two dln2 temporaries, dlnf */
+
 struct hx_gpt {
     struct hx_gpt_config cfg;
     struct hx_optim_config opt;
@@ -147,6 +149,12 @@ struct hx_gpt {
     hx_tensor_t dlnf_part;               /* head's partial input gradient (N,C) */
     hx_tensor_t dy_full, dmid_full;      /* gathered block-output and mid gradients (N,C) */
     hx_tensor_t xent_stats, xent_all;    /* vocab-parallel loss: (N,2), (tp*N,2) */
+    /* --tp-comm-overlap: each reduce-scatter target's own scratch for the partials it
+     * receives (tp - 1 tensors shaped like it), so no two targets wait on one scratch */
+    struct gpt_rs_scratch {
+        hx_tensor_t shard, *recv;
+    } rs_scratch[GPT_RS_TARGETS];
+    int nrs_scratch;
     hx_tensor_t *tokens, *targets;       /* per micro-batch (N,1) i32 */
     /* the micro-batch being emitted (hx_gpt_use_mb): its slot's tensors, its layers' sets
      * (layers[l], res_out[l]: output of layer l) and the per-layer gradients */
@@ -217,6 +225,9 @@ void hx_gpt_dist_free(struct hx_gpt *m);
 hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard);
 int hx_gpt_tp_channel(const struct hx_gpt *m); /* tp, or tp_beta for strand beta's nodes */
 void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial);
+/* Before the builder whose output hx_gpt_tp_reduce reduces: with --tp-comm-overlap its tiles
+ * are emitted in the order their partials leave (helix/tp_overlap.h); tp_reduce restores it */
+void hx_gpt_tp_partial(struct hx_gpt *m);
 void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer); /* -1: wte, wpe, lnf */
 void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb); /* -1: head/embedding */
 void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb); /* parameter i's gradient */

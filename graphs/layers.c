@@ -38,8 +38,8 @@ void hx_linear_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp, hx_tensor_t w
     if (b != NULL) {
         shape(b, 1, OC);
     }
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .mm = { .transa = 0, .transb = 1, .m = rows, .n = OC, .k = C,
                                        .alpha = 1.0f, .beta = 0.0f, .has_bias = b != NULL } };
         struct hx_ref refs[4] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
@@ -63,8 +63,8 @@ void hx_linear_gelu_fwd(hx_graph_t g, hx_tensor_t pre, hx_tensor_t out, hx_tenso
     same_tiling(pre, inp);
     same_tiling(out, inp);
     single_tile(w);
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .mm = { .transa = 0, .transb = 1, .m = rows, .n = OC, .k = C,
                                        .alpha = 1.0f, .beta = 0.0f, .has_bias = 1 } };
         struct hx_ref refs[5] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
@@ -83,8 +83,8 @@ void hx_linear_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_ten
     shape(dinp, dout->rows, C);
     same_tiling(dinp, dout);
     single_tile(w);
-    for (int i = 0; i < dout->ntiles; i++) {
-        int rows = hx_tile_nrows(dout, i);
+    for (int e = 0; e < dout->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, dout->ntiles), rows = hx_tile_nrows(dout, i);
         union hx_op_args a = { .mm = { .transa = 0, .transb = 0, .m = rows, .n = C, .k = OC,
                                        .alpha = 1.0f, .beta = 0.0f } };
         struct hx_ref refs[3] = { hx_ref_of(dout, i, HX_R), hx_ref_of(w, 0, HX_R),
@@ -101,8 +101,8 @@ void hx_linear_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tenso
     shape(dw, OC, C);
     same_tiling(dout, inp);
     single_tile(dw);
-    for (int i = 0; i < dout->ntiles; i++) {
-        int rows = hx_tile_nrows(dout, i);
+    for (int e = 0; e < dout->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, dout->ntiles), rows = hx_tile_nrows(dout, i);
         union hx_op_args a = { .mm = { .transa = 1, .transb = 0, .m = OC, .n = C, .k = rows,
                                        .alpha = 1.0f, .beta = 1.0f } };
         struct hx_ref refs[3] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
@@ -139,8 +139,8 @@ void hx_layernorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor
 {
     int C = inp->cols;
     layernorm_check(out, mean, rstd, inp, w, b);
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = C, .eps = eps } };
         struct hx_ref refs[6] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
                                   hx_ref_of(b, 0, HX_R), hx_ref_of(out, i, HX_W),
@@ -182,8 +182,8 @@ void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_
         same_tiling(resid, inp);
         shape(resid, inp->rows, C);
     }
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = C, .has_resid = resid != NULL } };
         struct hx_ref refs[7] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
                                   hx_ref_of(w, 0, HX_R), hx_ref_of(mean, i, HX_R),
@@ -203,8 +203,8 @@ void hx_layernorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_te
     same_tiling(dout, inp);
     shape(dw, 1, C);
     shape(db, 1, C);
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = C } };
         struct hx_ref refs[6] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
                                   hx_ref_of(mean, i, HX_R), hx_ref_of(rstd, i, HX_R),
@@ -218,8 +218,8 @@ void hx_gelu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp)
 {
     same_tiling(out, inp);
     shape(out, inp->rows, inp->cols);
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = inp->cols } };
         struct hx_ref refs[2] = { hx_ref_of(inp, i, HX_R), hx_ref_of(out, i, HX_W) };
         hx_graph_add(g, HX_OP_GELU_FWD, &a, 2, refs, 10.0 * rows * inp->cols,
@@ -233,8 +233,8 @@ void hx_gelu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t do
     same_tiling(dout, inp);
     shape(dinp, inp->rows, inp->cols);
     shape(dout, inp->rows, inp->cols);
-    for (int i = 0; i < inp->ntiles; i++) {
-        int rows = hx_tile_nrows(inp, i);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = inp->cols } };
         struct hx_ref refs[3] = { hx_ref_of(inp, i, HX_R), hx_ref_of(dout, i, HX_R),
                                   hx_ref_of(dinp, i, HX_W) };

@@ -636,11 +636,10 @@ static int p2p(struct hx_smpi_coll *c, void *buf, long n, int peer, int out)
         fail(c, "allocating the message counters", ENOMEM);
         return HX_ENOMEM;
     }
-    if (c->number < 0) {
-        c->number = count[ch][peer]++;
-    }
-    int k = next_tensor(c, n);
-    if (k < 0) {
+    /* every message its own number, even two in one collective (a shift sends to one peer
+     * and receives from another, or both ways with the same one) */
+    c->number = count[ch][peer]++;
+    if (next_tensor(c, n) < 0) {
         return HX_EUNSUPPORTED;
     }
     c->r.bytes += out ? (double)n * (double)c->esize : 0;
@@ -648,7 +647,7 @@ static int p2p(struct hx_smpi_coll *c, void *buf, long n, int peer, int out)
         return c->failed ? HX_ERUNTIME : HX_OK;
     }
     starpu_data_handle_t h = vec(c, buf, n);
-    xfer(c, h, peer, k, P2P_STEP, out);
+    xfer(c, h, peer, 0, P2P_STEP, out);
     starpu_data_unregister_submit(h);
     return c->failed ? HX_ERUNTIME : HX_OK;
 }

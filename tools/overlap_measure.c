@@ -103,6 +103,7 @@ static int args_equal(enum hx_op op, const union hx_op_args *a, const union hx_o
     case HX_OP_ALLTOALL:
     case HX_OP_SEND:
     case HX_OP_RECV:
+    case HX_OP_SHIFT:
     case HX_OP_FENCE: {
         struct hx_coll_args x = a->coll, y = b->coll;
         x.seq = y.seq = 0; /* the position on the channel is no part of the work */

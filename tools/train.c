@@ -334,6 +334,7 @@ int cmd_train(int argc, char **argv)
                                       .serialize_grad_reduce = a->no_overlap_grad_reduce,
                                       .pipeline_schedule = train_args_schedule(a),
                                       .strands = a->strands,
+                                      .tp_comm_overlap = a->tp_comm_overlap,
                                       .strand_plan = r.in.have_plan ? &r.in.plan : NULL,
                                       /* what the policy (resolved by train_args_check)
                                        * needs from the graph; serial-comm with

@@ -40,6 +40,7 @@ struct train_args {
     const char *pipeline_schedule;       /* "1f1b", "gpipe" or "fold" */
     int pipeline_fold;                   /* --pipeline-fold: the schedule "fold" */
     int strands;                         /* --strands: DHelix's two interleaved strands */
+    int tp_comm_overlap;                 /* --tp-comm-overlap: Flux's tile-level overlap */
     const char *strand_plan;             /* --strand-plan FILE (helix plan-strands --out) */
     int ddp_bucket_size, overlap_grad_reduce, no_overlap_grad_reduce;
     const char *prefetch_memory;         /* --prefetch-memory BYTES[K|M|G] (hx-prefetch) */

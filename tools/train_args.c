@@ -22,7 +22,8 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         /* a checkpoint resumes on any mesh */
                                         "tensor-model-parallel-size",
                                         "pipeline-model-parallel-size", "data-parallel-size",
-                                        "sequence-parallel", "ranks-per-node", "shard-params",
+                                        "sequence-parallel", "tp-comm-overlap", "ranks-per-node",
+                                        "shard-params",
                                         "shard-grads", "shard-optim", "zero-stage", "mics",
                                         "ddp-bucket-size", "overlap-grad-reduce",
                                         "no-overlap-grad-reduce", "comm-timeout",
@@ -146,6 +147,10 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "data-parallel ranks (0: world / (tp x pp)); checked against the launch");
     F("sequence-parallel", FLAG_BOOL, &a->sequence_parallel, 0, 1,
       "shard LayerNorm and residual regions over the sequence within tp");
+    F("tp-comm-overlap", FLAG_BOOL, &a->tp_comm_overlap, 0, 1,
+      "with --sequence-parallel: Flux's tile-level overlap, each GEMM tile starting as its "
+      "input tile arrives and each partial tile sent as soon as it is computed (tile size: "
+      "--tile-seqs; 0 picks whole sequences up to 512 rows)");
     F("ranks-per-node", FLAG_INT, &a->ranks_per_node, 0, 1 << 20,
       "consecutive ranks sharing a node (0: Open MPI's local size)");
     F("shard-params", FLAG_STRING, &a->shard_p, 0, 0,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file helix/collectives.h
- * @brief Builders for collective nodes (ops.h: HX_OP_ALLREDUCE ... HX_OP_RECV).  Like the
+ * @brief Builders for collective nodes (ops.h: HX_OP_ALLREDUCE ... HX_OP_FENCE).  Like the
  *        layer builders they only append nodes; runtime/comm.c runs them over MPI.
  *
  * @p ch is the channel: an enum hx_group_kind of helix/mesh.h, whose communicator the node
@@ -55,6 +55,11 @@ void hx_broadcast(hx_graph_t g, int ch, int n, hx_tensor_t const *ts, int root);
  *  hx_recv_tiles into a tensor of the same shape and tiling, in the same order. */
 void hx_send_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer);
 void hx_recv_tiles(hx_graph_t g, int ch, hx_tensor_t t, int peer);
+/** One step of a ring shift (HX_OP_SHIFT): tile @p in_tile of @p in goes to group rank
+ *  (r - k) mod p, tile @p out_tile of @p out comes from rank (r + k) mod p.  Every rank of
+ *  the group emits the same k at the same place on the channel (helix/tp_overlap.h). */
+void hx_shift_tile(hx_graph_t g, int ch, int k, hx_tensor_t in, int in_tile, hx_tensor_t out,
+                   int out_tile);
 /** The channel's next collectives start only after every tile of the @p n tensors has been
  *  written (HX_OP_FENCE nodes chained on the token, HX_NODE_MAXREFS - 1 tiles each): how a
  *  baseline puts its communication after a whole phase instead of overlapping it. */

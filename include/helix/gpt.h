@@ -103,6 +103,12 @@ struct hx_parallel_config {
                                   *   the next forward the backward's), and each layer's
                                   *   gradient reduce-scatters emitted after the next
                                   *   gather, so they never hold it back on the channel */
+    int tp_comm_overlap;         /**< 1 (Megatron's --tp-comm-overlap; needs tp > 1 and
+                                  *   sequence parallelism): Flux's tile-level AG+GEMM and
+                                  *   GEMM+RS (helix/tp_overlap.h) instead of one all-gather
+                                  *   or reduce-scatter per row tile; the sequence shards
+                                  *   become whole row tiles, dealt out tile-cyclically, and
+                                  *   tile_seqs counts the sequences of one such tile */
     int recompute;               /**< enum hx_recompute: activations dropped after the
                                   *   forward and computed again in the backward */
     double prefetch_memory;      /**< with prefetch: bytes for gathered layer parameters;

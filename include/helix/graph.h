@@ -72,7 +72,24 @@ struct hx_cursor {
     enum hx_phase phase;
     int layer, microbatch, strand;
     int priority;
+    /** Row-tile order of the builders that loop over a tensor's tiles (graphs/layers.c), for
+     *  tensors in the rotated layout of helix/tp_overlap.h (tile i*rot_p + j is group rank
+     *  j's): rot_p <= 1 visits 0, 1, 2, ...; else each group of rot_p tiles is visited
+     *  starting at rank rot_r's tile (rot_own_last = 0) or at rank rot_r + 1's, ending with
+     *  rank rot_r's (rot_own_last = 1). */
+    int rot_p, rot_r, rot_own_last;
 };
+
+/** The @p e-th tile of @p ntiles to emit under the cursor's tile order (see struct hx_cursor;
+ *  a tile count that is not a multiple of rot_p keeps the natural order). */
+static inline int hx_cursor_tile(const struct hx_cursor *c, int e, int ntiles)
+{
+    int p = c->rot_p;
+    if (p <= 1 || ntiles % p != 0) {
+        return e;
+    }
+    return e - e % p + (c->rot_r + e % p + (c->rot_own_last ? 1 : 0)) % p;
+}
 
 #define HX_GRAPH_CHANNELS 16
 

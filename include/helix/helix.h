@@ -21,6 +21,7 @@
 
 #include "helix/checkpoint.h"
 #include "helix/collectives.h"
+#include "helix/tp_overlap.h"
 #include "helix/comm.h"
 #include "helix/data.h"
 #include "helix/error.h"

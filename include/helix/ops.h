@@ -112,6 +112,12 @@ enum hx_op {
      * RECV buffers: token, data W */
     HX_OP_SEND,
     HX_OP_RECV,
+    /* one step of a ring shift (Flux's tile-level all-gather and reduce-scatter,
+     * graphs/tp_overlap.c): with k = args.coll.peer (0 < |k| < p), group rank r sends in to
+     * rank (r - k) mod p and receives out from rank (r + k) mod p; every rank of the group
+     * runs the same k at the same position on the channel, so the pairs always match.
+     * buffers: token, in R, out W (same element count) */
+    HX_OP_SHIFT,
     /* no data moves and nothing is computed: the channel's later collectives start only
      * after these tiles' writers finished (the serialized baseline's "after the whole
      * backward").  buffers: token RW, tiles R */
@@ -167,7 +173,8 @@ struct hx_coll_args {
                            *   diagnostics: the watchdog prints it) */
     int dtype;            /**< enum hx_dtype of every data buffer */
     int reduce;           /**< enum hx_reduce_op (ALLREDUCE, REDUCE_SCATTER) */
-    int peer;             /**< BROADCAST: root; SEND/RECV: the other rank (group ranks) */
+    int peer;             /**< BROADCAST: root; SEND/RECV: the other rank (group ranks);
+                           *   SHIFT: the signed distance k */
     int accumulate;       /**< REDUCE_SCATTER: out += result */
 };
 

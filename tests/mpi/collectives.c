@@ -8,8 +8,8 @@
  * Each rank checks its own results; the failure counts meet on rank 0 through
  * hx_comm_host_allreduce, and rank 0 prints the TAP lines.  Per mesh: one line per channel
  * (14 cases: f32/f64/i32, sum and max, a packed bucket of 15, per-tile, uneven all-gather and
- * reduce-scatter, accumulate, broadcast, all-to-all, send/recv of 256 KiB), the host helpers,
- * the engine's counters, and that the skew really reordered the producers.
+ * reduce-scatter, accumulate, broadcast, all-to-all, send/recv of 256 KiB, ring shifts), the
+ * host helpers, the engine's counters, and that the skew really reordered the producers.
  * Run by tests/mpi/collectives.sh at np 1 (no mpirun), 2, 3 and 4, on every backend. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -271,6 +271,27 @@ static void build_channel(int k)
         e = expect_for(k, "send/recv ring f32 256 KiB", y);
         for (long q = 0; q < P2P_ELEMS; q++) {
             e[q] = value(x->id, hx_group_member(g, prev), q, HX_F32);
+        }
+    }
+    /* 14: ring shifts (Flux's tile steps), f64, 256 KiB, every distance k = 1..p-1 and its
+     * negative: in goes to group rank r - k, out comes from r + k */
+    for (int d = 1; d < p; d++) {
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            char what[32];
+            int kk = sign * d;
+            snprintf(what, sizeof what, "shift%+d.in", kk);
+            x = tensor(k, 14, what, HX_F64, 1, P2P_ELEMS / 2, 0);
+            snprintf(what, sizeof what, "shift%+d.out", kk);
+            y = tensor(k, 14, what, HX_F64, 1, P2P_ELEMS / 2, 0);
+            produce_all(x);
+            struct hx_ref sr[2] = { hx_ref_of(x, 0, HX_R), hx_ref_of(y, 0, HX_W) };
+            coll(HX_OP_SHIFT, k, HX_F64, 0, kk, 0, 2, sr);
+            e = expect_for(k, sign > 0 ? "shift by +k f64 256 KiB" : "shift by -k f64 256 KiB",
+                           y);
+            int from = ((me + kk) % p + p) % p;
+            for (long q = 0; q < P2P_ELEMS / 2; q++) {
+                e[q] = value(x->id, hx_group_member(g, from), q, HX_F64);
+            }
         }
     }
 }
