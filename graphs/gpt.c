@@ -335,22 +335,28 @@ static int tile_seqs_of(const struct hx_gpt_config *cfg, const struct hx_mesh *m
     return ts < B ? ts : B;
 }
 
-/* --tp-comm-overlap's conditions, before anything is built */
-static int check_tp_overlap(const struct hx_gpt_config *cfg, const struct hx_mesh *mesh)
+#define TPO_ERR(...) (quiet ? HX_EINVAL : HX_ERR(HX_EINVAL, __VA_ARGS__))
+
+int hx_gpt_check_tp_overlap(const struct hx_gpt_config *cfg, const struct hx_mesh *mesh,
+                            int quiet)
 {
     if (mesh->tp < 2 || !mesh->sequence_parallel) {
-        return HX_ERR(HX_EINVAL, "--tp-comm-overlap overlaps the sequence-parallel all-gathers "
-                      "and reduce-scatters with their GEMMs; it needs "
-                      "--tensor-model-parallel-size > 1 and --sequence-parallel (tp is %d%s)",
-                      mesh->tp, mesh->sequence_parallel ? "" : ", no --sequence-parallel");
+        return TPO_ERR("--tp-comm-overlap overlaps the sequence-parallel all-gathers and "
+                       "reduce-scatters with their GEMMs; it needs --tensor-model-parallel-size "
+                       "> 1 and --sequence-parallel (tp is %d%s)", mesh->tp,
+                       mesh->sequence_parallel ? "" : ", no --sequence-parallel");
     }
     int B = cfg->micro_batch_size, ts = tile_seqs_of(cfg, mesh, 1);
+    if (B % mesh->tp != 0) {
+        return TPO_ERR("--tp-comm-overlap deals whole sequences to the %d tensor-parallel "
+                       "ranks, so --micro-batch-size %d must be a multiple of %d", mesh->tp, B,
+                       mesh->tp);
+    }
     if (B % (ts * mesh->tp) != 0) {
-        return HX_ERR(HX_EINVAL, "--tp-comm-overlap deals whole row tiles of %d sequences "
-                      "(--tile-seqs) to the %d tensor-parallel ranks, so --micro-batch-size %d "
-                      "must be a multiple of %d; choose --tile-seqs dividing %d%s", ts, mesh->tp,
-                      B, ts * mesh->tp, B % mesh->tp == 0 ? B / mesh->tp : B,
-                      B % mesh->tp == 0 ? "" : " and a micro-batch size that tp divides");
+        return TPO_ERR("--tp-comm-overlap deals whole row tiles of %d sequences (--tile-seqs) "
+                       "to the %d tensor-parallel ranks, so --micro-batch-size %d must be a "
+                       "multiple of %d; give --tile-seqs a divisor of %d, or 0 for helix's "
+                       "choice", ts, mesh->tp, B, ts * mesh->tp, B / mesh->tp);
     }
     return HX_OK;
 }
@@ -376,7 +382,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     }
     int tpo = par != NULL && par->tp_comm_overlap;
     if (ret == HX_OK && tpo) {
-        ret = check_tp_overlap(cfg, mesh);
+        ret = hx_gpt_check_tp_overlap(cfg, mesh, 0);
     }
     if (ret != HX_OK) {
         return ret;

@@ -333,8 +333,10 @@ static hx_tensor_t *rs_scratch(struct hx_gpt *m, hx_tensor_t shard)
             return m->rs_scratch[i].recv;
         }
     }
-    HX_ASSERT(m->nrs_scratch < GPT_RS_TARGETS, "more than %d reduce-scatter targets",
-              GPT_RS_TARGETS);
+    struct gpt_rs_scratch *grown =
+        realloc(m->rs_scratch, sizeof *grown * (size_t)(m->nrs_scratch + 1));
+    HX_ASSERT(grown != NULL, "out of memory");
+    m->rs_scratch = grown;
     struct gpt_rs_scratch *s = &m->rs_scratch[m->nrs_scratch++];
     s->shard = shard;
     s->recv = calloc((size_t)m->mesh.tp - 1, sizeof *s->recv);
@@ -490,6 +492,7 @@ void hx_gpt_dist_free(struct hx_gpt *m)
     for (int i = 0; i < m->nrs_scratch; i++) {
         free(m->rs_scratch[i].recv);
     }
+    free(m->rs_scratch);
 }
 
 void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)

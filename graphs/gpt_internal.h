@@ -84,8 +84,6 @@ struct gpt_grad_queue {
     long open_elems;
 };
 
-#define GPT_RS_TARGETS 8 /* emb, branch_s, two dln1 and two dln2 temporaries, dlnf */
-
 struct hx_gpt {
     struct hx_gpt_config cfg;
     struct hx_optim_config opt;
@@ -153,7 +151,7 @@ struct hx_gpt {
      * receives (tp - 1 tensors shaped like it), so no two targets wait on one scratch */
     struct gpt_rs_scratch {
         hx_tensor_t shard, *recv;
-    } rs_scratch[GPT_RS_TARGETS];
+    } *rs_scratch;
     int nrs_scratch;
     hx_tensor_t *tokens, *targets;       /* per micro-batch (N,1) i32 */
     /* the micro-batch being emitted (hx_gpt_use_mb): its slot's tensors, its layers' sets

@@ -501,6 +501,13 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
     if (hx_mesh_init(mesh, &r, quiet) != HX_OK) {
         return 2;
     }
+    if (a->tp_comm_overlap) {
+        struct hx_gpt_config c;
+        train_args_model(a, &c);
+        if (hx_gpt_check_tp_overlap(&c, mesh, quiet) != HX_OK) {
+            return 2;
+        }
+    }
     if (a->prefetch_memory != NULL && mesh->sp.s == 1) {
         if (!quiet) {
             fprintf(stderr, "helix: error: --prefetch-memory: this mesh shards no parameter "

@@ -59,6 +59,12 @@ void hx_optim_config_default(struct hx_optim_config *o, int train_iters);
 
 /** Check a configuration; on error prints what is wrong and how to fix it. */
 int hx_gpt_config_check(const struct hx_gpt_config *c);
+/** --tp-comm-overlap's conditions on @p mesh (tp > 1 with sequence parallelism; whole row
+ *  tiles dealt out to the tp ranks); @p quiet: no message.  hx_gpt_build_parallel checks
+ *  them too. */
+struct hx_mesh;
+int hx_gpt_check_tp_overlap(const struct hx_gpt_config *cfg, const struct hx_mesh *mesh,
+                            int quiet);
 
 struct hx_gpt;
 typedef struct hx_gpt *hx_gpt_t;

@@ -4,7 +4,7 @@
 # exactly one "helix: error:" line (rank 0 speaks for all), naming the numbers, and no step.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
-plan 45
+plan 54
 M="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --train-iters 2
  --micro-batch-size 2 --global-batch-size 8"
 
@@ -45,4 +45,9 @@ refused 2 "contradict each other" --pipeline-model-parallel-size 2 --pipeline-fo
 refused 2 "cannot run the folded W" --pipeline-model-parallel-size 2 --pipeline-fold \
     --num-layers 4 --sched serial-comm
 refused 2 "shards no parameter" --sched hx-prefetch --prefetch-memory 1M
+refused 2 "needs --tensor-model-parallel-size > 1 and --sequence-parallel" \
+    --tensor-model-parallel-size 2 --tp-comm-overlap
+refused 1 "needs --tensor-model-parallel-size > 1" --tp-comm-overlap
+refused 2 "must be a multiple of 4" --tensor-model-parallel-size 2 --sequence-parallel \
+    --tp-comm-overlap --tile-seqs 2
 finish
