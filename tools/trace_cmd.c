@@ -29,9 +29,15 @@ static void usage(FILE *f)
             "  trace of the same job without overlap (--sched serial-comm) for Flux's metrics:\n"
             "  effective communication time ECT = span - baseline compute, overlap efficiency\n"
             "  E = 1 - ECT / ECT(baseline), and per op 1 - exposed / exposed(baseline), the\n"
-            "  share of that op's exposed time that overlap hid.  --json prints one object:\n"
+            "  share of that op's exposed time that overlap hid.  The tensor-parallel row is\n"
+            "  every collective of the tp channels whatever the op (whole-op all-gathers and\n"
+            "  reduce-scatters, or --tp-comm-overlap's tile shifts): its exposed time is the\n"
+            "  tensor-parallel ECT, and its efficiency 1 - exposed / exposed(baseline).\n"
+            "  Transfers: collectives (tile messages) started per step; MB: what the rank\n"
+            "  sent.  --json prints one object:\n"
             "  {\"ranks\": [{\"rank\", \"span_ms\", \"steps\", \"lanes\": {...}, \"comm\": {op:\n"
-            "  {\"ms\", \"exposed_ms\", \"hidden_ms\", \"efficiency\"}}, \"comm_ms\",\n"
+            "  {\"ms\", \"exposed_ms\", \"hidden_ms\", \"transfers\", \"mb\", \"efficiency\"}},\n"
+            "  \"tensor_parallel\": {the same}, \"comm_ms\",\n"
             "  \"exposed_comm_ms\", \"hidden_comm_ms\", \"hidden_share\", \"ect_ms\",\n"
             "  \"overlap_efficiency\", \"bubble_fraction\", \"strands\": {\"alpha_ms\", \"beta_ms\",\n"
             "  \"corun_ms\", \"corun_share\"}}]} (null where there is no baseline, strands null\n"
@@ -88,9 +94,17 @@ static void print_json(const struct rank_summary *rs, int n)
             json_num(stdout, "ms", c->ms, ", ");
             json_num(stdout, "exposed_ms", c->exposed_ms, ", ");
             json_num(stdout, "hidden_ms", c->hidden_ms, ", ");
+            json_num(stdout, "transfers", c->count, ", ");
+            json_num(stdout, "mb", c->mb, ", ");
             json_num(stdout, "efficiency", c->efficiency, "}");
         }
-        printf("}, ");
+        printf("}, \"tensor_parallel\": {");
+        json_num(stdout, "ms", s->tp.ms, ", ");
+        json_num(stdout, "exposed_ms", s->tp.exposed_ms, ", ");
+        json_num(stdout, "hidden_ms", s->tp.hidden_ms, ", ");
+        json_num(stdout, "transfers", s->tp.count, ", ");
+        json_num(stdout, "mb", s->tp.mb, ", ");
+        json_num(stdout, "efficiency", s->tp.efficiency, "}, ");
         json_num(stdout, "comm_ms", s->comm_ms, ", ");
         json_num(stdout, "exposed_comm_ms", s->exposed_ms, ", ");
         json_num(stdout, "hidden_comm_ms", s->hidden_ms, ", ");
@@ -128,14 +142,22 @@ static void print_text(const struct trace *t, const struct rank_summary *rs, int
         printf("  busy       compute %.2f ms (%.1f%%), comm intra-node %.2f ms, comm inter-node "
                "%.2f ms\n", s->compute_ms, 100 * s->compute_ms / fmax(s->span_ms, 1e-9),
                s->lane_ms[0], s->lane_ms[1]);
-        printf("  %-16s %10s %10s %10s %8s%s\n", "communication", "in flight", "exposed",
-               "hidden", "hidden", with_base ? "  efficiency" : "");
-        for (int i = 0; i <= s->nops; i++) {
-            const struct trace_comm *c = i < s->nops ? &s->ops[i] : NULL;
+        printf("  %-16s %10s %10s %10s %8s %9s %9s%s\n", "communication", "in flight",
+               "exposed", "hidden", "hidden", "transfers", "MB sent",
+               with_base ? "  efficiency" : "");
+        int tp = s->tp.count > 0;
+        for (int i = 0; i <= s->nops + tp; i++) { /* the ops, "tensor-parallel", "all" */
+            const struct trace_comm *c = i < s->nops ? &s->ops[i] : i == s->nops && tp ? &s->tp
+                                                                                       : NULL;
             double ms = c ? c->ms : s->comm_ms, ex = c ? c->exposed_ms : s->exposed_ms;
             double hi = c ? c->hidden_ms : s->hidden_ms;
             printf("  %-16s %7.2f ms %7.2f ms %7.2f ms %7.1f%%", c ? c->name : "all", ms, ex,
                    hi, ms > 0 ? 100 * hi / ms : 0.0);
+            if (c != NULL) {
+                printf(" %9.1f %9.3f", c->count, c->mb);
+            } else {
+                printf(" %9s %9s", "", "");
+            }
             if (with_base && c != NULL && !isnan(c->efficiency)) {
                 printf("  %10.3f", c->efficiency);
             }

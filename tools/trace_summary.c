@@ -19,6 +19,12 @@
  * metrics (papers.md §3.3): ECT = span − C and E = 1 − ECT / ECT_baseline, where C is the
  * baseline's compute time (its compute is not slowed by overlapping); per op, the share of
  * the baseline's exposed time that overlap hid, E_op = 1 − exposed / exposed_baseline.
+ * The tensor-parallel row is the union of every collective on the tp channels, whatever
+ * moves the data (whole-op all-gathers and reduce-scatters, or --tp-comm-overlap's tile
+ * shifts), so runs with and without the tile-level overlap compare on it: its exposed time is
+ * Flux's effective communication time of the tensor-parallel collectives, and against the
+ * serialized baseline E_tp = 1 − exposed_tp / exposed_tp_baseline.  Per op and for that row,
+ * the collectives (tile transfers) started per step and the MB this rank sent.
  * Test: tests/mpi/trace.sh. */
 #include <math.h>
 #include <stdio.h>
@@ -121,6 +127,17 @@ static int is_op(const struct trace_event *e, const void *arg)
     return e->collective && strcmp(e->name, arg) == 0;
 }
 
+static int is_tp(const struct trace_event *e)
+{
+    return e->collective && (strcmp(e->channel, "tp") == 0 || strcmp(e->channel, "tp_beta") == 0);
+}
+
+static int on_tp(const struct trace_event *e, const void *arg)
+{
+    (void)arg;
+    return is_tp(e);
+}
+
 static int on_lane(const struct trace_event *e, const void *arg)
 {
     return e->collective && strcmp(e->lane, arg) == 0;
@@ -148,6 +165,14 @@ static struct trace_comm *op_slot(struct rank_summary *r, const char *name)
     return c;
 }
 
+static void count_transfer(struct trace_comm *c, const struct trace_event *e)
+{
+    if (c != NULL) {
+        c->count += 1;
+        c->mb += e->bytes / 1e6;
+    }
+}
+
 /* One step of one rank (@p ev: its events) added into @p r. */
 static void add_step(struct rank_summary *r, const struct trace_event *const *ev, int n,
                      struct ivl *buf, struct ivl *cbuf)
@@ -173,6 +198,19 @@ static void add_step(struct rank_summary *r, const struct trace_event *const *ev
     for (int l = 0; l < 2; l++) {
         int k = select_merged(ev, n, on_lane, lanes[l], buf);
         r->lane_ms[l] += measure(buf, k);
+    }
+    int nt = select_merged(ev, n, on_tp, NULL, buf);
+    double tpt = measure(buf, nt), tph = overlap(buf, nt, cbuf, nc);
+    r->tp.ms += tpt;
+    r->tp.hidden_ms += tph;
+    r->tp.exposed_ms += tpt - tph;
+    for (int i = 0; i < n; i++) { /* transfers and bytes, per op and tensor-parallel */
+        if (ev[i]->collective) {
+            count_transfer(op_slot(r, ev[i]->name), ev[i]);
+            if (is_tp(ev[i])) {
+                count_transfer(&r->tp, ev[i]);
+            }
+        }
     }
     for (int i = 0; i < n; i++) { /* each collective op once per step */
         if (!ev[i]->collective) {
@@ -216,6 +254,8 @@ int trace_summarize(const struct trace *t, struct rank_summary **out, int *nstep
     int used = ns == 0 ? 1 : ns - skip;
     for (int r = 0; r < t->nranks; r++) {
         rs[r].rank = r;
+        snprintf(rs[r].tp.name, sizeof rs[r].tp.name, "tensor-parallel");
+        rs[r].tp.efficiency = NAN;
         for (int s = skip; s < (ns == 0 ? 1 : ns); s++) {
             int n = 0;
             for (int i = 0; i < t->n; i++) {
@@ -233,8 +273,9 @@ int trace_summarize(const struct trace *t, struct rank_summary **out, int *nstep
         rs[r].hidden_ms /= k, rs[r].exposed_ms /= k, rs[r].bubble_ms /= k;
         rs[r].lane_ms[0] /= k, rs[r].lane_ms[1] /= k;
         rs[r].strand_ms[0] /= k, rs[r].strand_ms[1] /= k, rs[r].corun_ms /= k;
-        for (int i = 0; i < rs[r].nops; i++) {
-            rs[r].ops[i].ms /= k, rs[r].ops[i].hidden_ms /= k, rs[r].ops[i].exposed_ms /= k;
+        for (int i = 0; i <= rs[r].nops; i++) {
+            struct trace_comm *c = i < rs[r].nops ? &rs[r].ops[i] : &rs[r].tp;
+            c->ms /= k, c->hidden_ms /= k, c->exposed_ms /= k, c->count /= k, c->mb /= k;
         }
         rs[r].ect_ms = rs[r].efficiency = NAN;
     }
@@ -250,6 +291,9 @@ void trace_against_baseline(struct rank_summary *run, const struct rank_summary 
     double c = base->compute_ms, ect_base = base->span_ms - c;
     run->ect_ms = run->span_ms - c;
     run->efficiency = ect_base > 0 ? 1.0 - run->ect_ms / ect_base : NAN;
+    if (base->tp.exposed_ms > 0) { /* Flux's view of the tensor-parallel collectives */
+        run->tp.efficiency = 1.0 - run->tp.exposed_ms / base->tp.exposed_ms;
+    }
     for (int i = 0; i < run->nops; i++) {
         struct trace_comm *op = &run->ops[i];
         for (int k = 0; k < base->nops; k++) {

@@ -9,8 +9,9 @@
 #define TRACE_MAX_OPS 16
 
 struct trace_comm {
-    char name[32];                  /* collective op: allreduce, allgather, send, ... */
+    char name[32];                  /* collective op: allreduce, allgather, send, shift, ... */
     double ms, exposed_ms, hidden_ms;
+    double count, mb;               /* collectives (tile transfers) and MB this rank sent */
     double efficiency;              /* 1 - exposed / baseline's exposed; NAN without one */
 };
 
@@ -20,6 +21,9 @@ struct rank_summary {
     double lane_ms[2];              /* comm intra-node, comm inter-node */
     struct trace_comm ops[TRACE_MAX_OPS];
     int nops;
+    struct trace_comm tp;           /* every collective of the tensor-parallel channels (tp,
+                                     * tp_beta), whatever the op: whole-op all-gathers and
+                                     * reduce-scatters or --tp-comm-overlap's tile shifts */
     double ect_ms, efficiency;      /* Flux's, against a baseline; NAN without one */
     int strands;                    /* the trace marks strand alpha and beta tasks */
     double strand_ms[2], corun_ms;  /* each strand at work, both at once (DHelix's co-run) */

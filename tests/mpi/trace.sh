@@ -18,7 +18,7 @@
 # Nothing here is timed: the checks hold for any speed.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
-plan 11
+plan 12
 M="--preset tiny --train-iters 3 --eval-interval 0 --sample-tokens 0 --zero-stage 3
  --comm-timeout 60"
 # shellcheck disable=SC2086
@@ -127,6 +127,33 @@ ok "summarize a two-strand trace: alpha 15, beta 15, both 5 ms, co-run 20% (json
     'rc_is 0 && out_has "strands    alpha at work 15.00 ms, beta 15.00 ms, both at once 5.00 ms (20.0%" &&
      grep -q "\"strands\": {\"alpha_ms\": 15, \"beta_ms\": 15, \"corun_ms\": 5, \"corun_share\": 0.2}" \
         "$TMP/strands_sum.json"'
+# the tensor-parallel row: every collective of the tp channels whatever its op, with its
+# tile transfers; against a baseline where the same 10 ms were all exposed, E_tp = 0.5
+tpev() { # NAME CHANNEL TS_MS DUR_MS BYTES: a rank-0 collective of step 0 (bytes: sent)
+    printf '{"name": "%s", "cat": "comm", "ph": "X", "ts": %d, "dur": %d, "pid": 0, "tid": 9, ' \
+        "$1" $(($3 * 1000)) $(($4 * 1000))
+    printf '"args": {"lane": "comm intra-node", "channel": "%s", "step": 0, "strand": -1, ' "$2"
+    printf '"collective": 1, "bytes": %d}},\n' "$5"
+}
+cpu() { # TS_MS DUR_MS: a rank-0 compute task of step 0
+    printf '{"name": "matmul", "cat": "compute", "ph": "X", "ts": %d, "dur": %d, "pid": 0, ' \
+        $(($1 * 1000)) $(($2 * 1000))
+    printf '"tid": 0, "args": {"lane": "compute", "step": 0, "strand": -1, "collective": 0}}'
+}
+{
+    printf '{"traceEvents": [\n'
+    tpev shift tp 0 4 1000000; tpev shift tp_beta 4 6 1000000; tpev allreduce dp 0 2 500
+    cpu 5 10; printf '\n]}\n'
+} >"$TMP/tpo.json"
+{
+    printf '{"traceEvents": [\n'
+    tpev allgather tp 0 10 2000000; cpu 10 10; printf '\n]}\n'
+} >"$TMP/tpo_base.json"
+run "$HELIX" trace summarize "$TMP/tpo.json" --baseline "$TMP/tpo_base.json"
+ok "summarize: the tensor-parallel row joins tp and tp_beta whatever the op: 10 ms in flight, \
+5 exposed, 2 tile transfers, 2 MB, E_tp 0.5 against a baseline exposing all 10" \
+    'rc_is 0 && out_has "^  shift  *10.00 ms  *5.00 ms  *5.00 ms  *50.0%  *2.0  *2.000" &&
+     out_has "^  tensor-parallel  *10.00 ms  *5.00 ms  *5.00 ms  *50.0%  *2.0  *2.000  *0.500"'
 run "$HELIX" trace svg "$TMP/z3.json" -o "$TMP/z3.svg"
 ok "svg: exit 0, a file" 'rc_is 0 && [ -s "$TMP/z3.svg" ]'
 rsvg-convert "$TMP/z3.svg" -o "$TMP/z3.png" 2>"$TMP/rsvg.err"
