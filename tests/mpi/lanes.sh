@@ -19,13 +19,15 @@ skip_all() {
     exit 0
 }
 [ "$(id -u)" -eq 0 ] || skip_all "scripts/netbed needs root (ip netns, tc)"
-command -v ip >/dev/null && ip netns list >/dev/null 2>&1 ||
+if ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
     skip_all "no 'ip netns' (iproute2) for scripts/netbed"
+fi
 command -v tc >/dev/null || skip_all "no tc (iproute2) to shape the netbed link"
 unshare --net --uts true 2>/dev/null ||
     skip_all "cannot create network/UTS namespaces here (unshare --net --uts fails)"
-command -v mpirun >/dev/null && mpirun --version 2>/dev/null | grep -q "Open MPI" ||
+if ! mpirun --version 2>/dev/null | grep -q "Open MPI"; then
     skip_all "no Open MPI mpirun for scripts/netbed"
+fi
 
 STARPU_NCPU=1 # lanes.c posts in submission order on one worker
 export STARPU_NCPU
