@@ -194,7 +194,7 @@ static void coll_post(struct coll *c, int rc, const char *call)
 /* Finished without MPI (a group of one rank). */
 static void coll_local(struct coll *c)
 {
-    hx_comm_local_done(c->r.bytes);
+    hx_comm_local_done(&c->r);
     coll_free(c);
 }
 

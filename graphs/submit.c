@@ -22,12 +22,16 @@ static enum starpu_data_access_mode starpu_mode(enum hx_access m)
     return m == HX_RW ? STARPU_RW : (m == HX_W ? STARPU_W : STARPU_R);
 }
 
+static long timed_ended; /* timed tasks terminated in this process (atomic) */
+
 /* Termination callback of a timed task.  A collective's codelet returns as soon as it has
  * posted the transfer (an end-dependency keeps the task alive), so StarPU's end_time is the
- * posting; the task really ends here, when the callback runs. */
+ * posting; the task really ends here, when the callback runs (for a collective, once the
+ * engine released it: its `order` is the order in which the engine finished them). */
 static void timed_done(void *arg)
 {
     struct hx_task_time *tt = arg;
+    tt->order = __atomic_add_fetch(&timed_ended, 1, __ATOMIC_RELAXED);
     double now = starpu_timing_now();
     struct starpu_task *task = starpu_task_get_current();
     struct starpu_profiling_task_info *pi = task ? task->profiling_info : NULL;

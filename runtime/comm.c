@@ -26,6 +26,7 @@
 
 #include "helix/comm.h"
 #include "helix/error.h"
+#include "helix/graph.h"
 #include "helix/ops.h"
 #include "helix/tensor.h"
 #include "runtime/comm_internal.h"
@@ -54,6 +55,12 @@ MPI_Op hx_comm_mpi_op(int reduce)
 const struct hx_group *hx_comm_group(int ch)
 {
     return is_open && ch >= 0 && ch < HX_GROUP_COUNT ? &mesh.groups[ch] : NULL;
+}
+
+int hx_comm_lane(int ch)
+{
+    const struct hx_group *g = hx_comm_group(ch);
+    return g != NULL && !g->intra_node ? HX_LANE_COMM_INTER : HX_LANE_COMM_INTRA;
 }
 
 void hx_comm_format_members(int ch, char *buf, int len)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* runtime/comm_engine.c: the progress thread of the collective engine and its watchdog.
+/* runtime/comm_engine.c: the progress threads of the collective engine and its watchdog.
  * Open MPI has no asynchronous progress, so a posted MPI_I* call only moves while someone
- * tests it: this thread does, with MPI_Testsome over every pending request.  Within SPIN_US
- * of the last event (a request posted or finished) it only yields between tests; after that
- * it sleeps 20 us doubling to 200 us while requests are pending and nothing completes; with
- * none pending it blocks on a condition variable, so it costs nothing between steps.
+ * tests it: a progress thread does, with MPI_Testsome over the requests it owns.  Within
+ * SPIN_US of its last event (a request adopted or finished) it only yields between tests;
+ * after that it sleeps 20 us doubling to 200 us while requests are pending and nothing
+ * completes; with none pending it blocks on a condition variable, so it costs nothing
+ * between steps.
  * Why spin: a message over TCP moves in several protocol steps (rendezvous, fragments), each
  * one waiting for the next test, so with sleeps alone every step of a tp all-reduce waited
  * for the next poll; a yielding thread gives its core to any runnable worker, so the spin
@@ -12,7 +13,28 @@
  * bench/prefetch.sh before and after) are in bench/README.md, "The collective engine's
  * polling".
  *
- *   worker: post MPI_I* -> end_dep_add -> hx_comm_post --incoming--> progress thread:
+ * Lanes: the network is two resources, the links inside a node (shared memory) and the link
+ * between nodes, so the engine has one progress thread per communication lane (DHelix's
+ * streams, enum hx_lane): intra-node and inter-node.  Each owns its requests, its wake-ups
+ * and its polling rhythm, so a slow inter-node collective (its unpacking and accumulation in
+ * done(), its sleeps while the link is busy) never delays an intra-node one queued behind it.
+ * A request's lane is its channel's (hx_comm_lane: the group's intra_node flag, set when
+ * hx_comm_open runs, see comm_internal.h for why that and not the IR node's lane).  Both
+ * threads call MPI_Testsome at once on disjoint request sets: MPI_THREAD_MULTIPLE, which
+ * hx_mpi_init requires, allows it (MPI 3.1 §12.4: concurrent calls on distinct requests are
+ * fine; Open MPI 4.1's test_some only reads its own array, and opal_progress and libnbc's
+ * progress serialise themselves with their own locks).  HX_COMM_ONE_LANE=1 (read at start,
+ * for diagnosis) puts every request on the intra-node thread, the engine before lanes.
+ * "Own workers": a collective task on the CPU only posts its call and returns, its end held
+ * by an end-dependency, so it occupies a worker for microseconds whatever its lane, and no
+ * worker waits on a transfer.  The StarPU-MPI backend's own reduction and copy tasks take
+ * their lane's priority (runtime/comm_smpi.c), so the intra-node lane's run first; its
+ * transfers themselves move in StarPU-MPI's one progress thread, which tests every detached
+ * request on each pass, so a slow one does not hold a fast one there either.  What the lanes
+ * do not split is MPI's own progress: either thread's MPI_Testsome runs opal_progress for
+ * every pending transfer of the process.
+ *
+ *   worker: post MPI_I* -> end_dep_add -> hx_comm_post --lane's incoming--> its thread:
  *   adopt -> Testsome -> done() (unpack) -> starpu_task_end_dep_release (the task ends)
  *
  * How device data reaches MPI: through StarPU, never around it.  The collective codelets
@@ -26,14 +48,17 @@
  * tests/device/parity.sh runs data parallelism with an OpenCL device per rank this way.
  * The NCCL backend (runtime/comm_nccl.c) instead reduces tiles in GPU memory: its requests
  * have no MPI request but a poll function (cudaEventQuery on an event recorded after the
- * NCCL calls), which this thread calls on each pass where it tests MPI's; completion, the
- * task's release, the statistics and the watchdog are the same for both.
+ * NCCL calls), which the lane's thread calls on each pass where it tests MPI's; completion,
+ * the task's release, the statistics and the watchdog are the same for both; so for the
+ * StarPU-MPI backend (runtime/comm_smpi.c), whose poll reads a count of finished transfers.
  *
- * Watchdog: when requests are pending and none has completed for `timeout` seconds (counted
- * from the later of the last completion and the moment something became pending), every
- * pending request is printed, one line each (comm.h gives the form), and the process ends
- * with HX_EXIT_COMM_TIMEOUT: a dead or stopped peer must not hang the job.
- * Test: tests/mpi/collectives.c, tests/mpi/watchdog.sh. */
+ * Watchdog, one for both lanes: when requests are pending and none has completed, on either
+ * lane, for `timeout` seconds (counted from the later of the last completion and the moment
+ * something became pending), every pending request of every lane is printed, one line each
+ * (comm.h gives the form; it names the lane), and the process ends with HX_EXIT_COMM_TIMEOUT:
+ * a dead or stopped peer must not hang the job.  Either lane's thread may be the one that
+ * notices; the list of pending requests it prints is the engine's, under its lock.
+ * Test: tests/mpi/collectives.c, tests/mpi/watchdog.sh; the lanes: tests/mpi/lanes.sh. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -46,44 +71,64 @@
 #include <starpu.h>
 
 #include "helix/error.h"
+#include "helix/graph.h"
 #include "runtime/comm_internal.h"
 
 #define POLL_MIN_US 20
 #define POLL_MAX_US 200
 #define SPIN_US 1000 /* yield-only polling this long after each event */
+#define NLANES 2     /* the comm lanes: index lane - HX_LANE_COMM_INTRA */
 
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;            /* to the progress thread: new request, or stop */
-    pthread_cond_t finished;        /* to host waiters and drain */
+/* One lane: its progress thread and the requests it owns. */
+struct lane {
+    /* under E.lock */
+    pthread_cond_t wake;            /* to the thread: new request, or stop */
     struct hx_coll_req *incoming;   /* posted, not yet adopted by the thread */
-    int pending;                    /* posted and not finished */
-    int stop, running;
     pthread_t thread;
-    double timeout;
-    long collectives;               /* stats, under lock */
-    double bytes, busy_s;
-} E = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-        .finished = PTHREAD_COND_INITIALIZER };
-
-static long started_count;          /* atomic */
-
-/* The thread's own view of the requests it tests (no lock needed). */
-static struct {
+    int started;
+    long collectives;               /* stats of this lane */
+    double bytes;
+    /* the thread's own view of the requests it tests (no lock needed) */
     struct hx_coll_req **r;
     MPI_Request *req;
     int *idx;
     MPI_Status *st;
     int n, cap;
-    double last_progress;
     double last_event;  /* a request adopted or finished: spin until SPIN_US after it */
-} A;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t finished;        /* to host waiters and drain */
+    struct hx_coll_req *waiting;    /* every posted, unfinished request (the watchdog's list) */
+    int pending;                    /* how many */
+    double last_progress;           /* a completion on any lane, or pending went 0 -> 1 */
+    int stop, running, one_lane;
+    double timeout;
+    long collectives;               /* stats, totals over the lanes */
+    double bytes, busy_s;
+    struct lane lane[NLANES];
+} E = { .lock = PTHREAD_MUTEX_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER,
+        .lane = { { .wake = PTHREAD_COND_INITIALIZER }, { .wake = PTHREAD_COND_INITIALIZER } } };
+
+static long started_count;          /* atomic */
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *lane_words(int lane)
+{
+    return lane == HX_LANE_COMM_INTER ? "inter-node" : "intra-node";
+}
+
+/* Index in E.lane of @p lane's thread (0 for every lane with HX_COMM_ONE_LANE). */
+static int lane_index(int lane)
+{
+    return !E.one_lane && lane == HX_LANE_COMM_INTER ? 1 : 0;
 }
 
 long hx_comm_count_start(void)
@@ -93,15 +138,25 @@ long hx_comm_count_start(void)
 
 static void enqueue_locked(struct hx_coll_req *r)
 {
+    struct lane *L = &E.lane[lane_index(r->lane)];
     r->t_post = now_s();
-    r->next = E.incoming;
-    E.incoming = r;
-    E.pending++;
-    pthread_cond_signal(&E.wake);
+    r->next = L->incoming;
+    L->incoming = r;
+    r->wprev = NULL;
+    r->wnext = E.waiting;
+    if (E.waiting != NULL) {
+        E.waiting->wprev = r;
+    }
+    E.waiting = r;
+    if (E.pending++ == 0) {
+        E.last_progress = r->t_post; /* the watchdog's clock starts with the first wait */
+    }
+    pthread_cond_signal(&L->wake);
 }
 
 void hx_comm_post(struct hx_coll_req *r)
 {
+    r->lane = hx_comm_lane(r->channel);
     pthread_mutex_lock(&E.lock);
     HX_ASSERT(E.running, "%s on channel %d posted while the engine is stopped", r->op,
               r->channel);
@@ -115,6 +170,7 @@ int hx_comm_wait_host(struct hx_coll_req *r)
     r->done = NULL;
     r->finished = 0;
     r->status = HX_OK;
+    r->lane = hx_comm_lane(r->channel);
     pthread_mutex_lock(&E.lock);
     HX_ASSERT(E.running, "host %s on channel %d while the engine is stopped", r->op,
               r->channel);
@@ -127,59 +183,78 @@ int hx_comm_wait_host(struct hx_coll_req *r)
     return status;
 }
 
-void hx_comm_local_done(double bytes)
+/* Count a finished collective task of @p bytes on @p lane; called with the lock held. */
+static void count_locked(int lane, double bytes)
 {
-    pthread_mutex_lock(&E.lock);
+    int k = lane == HX_LANE_COMM_INTER ? 1 : 0; /* the stats keep the real lane */
     E.collectives++;
     E.bytes += bytes;
+    E.lane[k].collectives++;
+    E.lane[k].bytes += bytes;
+}
+
+void hx_comm_local_done(const struct hx_coll_req *r)
+{
+    int lane = hx_comm_lane(r->channel);
+    pthread_mutex_lock(&E.lock);
+    count_locked(lane, r->bytes);
     pthread_mutex_unlock(&E.lock);
 }
 
-/* Move incoming requests into the tested set; called with the lock held. */
-static void adopt_locked(void)
+/* Move @p L's incoming requests into its tested set; called with the lock held. */
+static void adopt_locked(struct lane *L)
 {
-    for (struct hx_coll_req *r = E.incoming; r != NULL; r = r->next) {
-        if (A.n == A.cap) {
-            int cap = A.cap ? 2 * A.cap : 64;
-            A.r = realloc(A.r, sizeof *A.r * (size_t)cap);
-            A.req = realloc(A.req, sizeof *A.req * (size_t)cap);
-            A.idx = realloc(A.idx, sizeof *A.idx * (size_t)cap);
-            A.st = realloc(A.st, sizeof *A.st * (size_t)cap);
-            HX_ASSERT(A.r && A.req && A.idx && A.st, "out of memory for %d pending requests",
-                      cap);
-            A.cap = cap;
+    for (struct hx_coll_req *r = L->incoming; r != NULL; r = r->next) {
+        if (L->n == L->cap) {
+            int cap = L->cap ? 2 * L->cap : 64;
+            L->r = realloc(L->r, sizeof *L->r * (size_t)cap);
+            L->req = realloc(L->req, sizeof *L->req * (size_t)cap);
+            L->idx = realloc(L->idx, sizeof *L->idx * (size_t)cap);
+            L->st = realloc(L->st, sizeof *L->st * (size_t)cap);
+            HX_ASSERT(L->r && L->req && L->idx && L->st, "out of memory for %d pending "
+                      "requests", cap);
+            L->cap = cap;
         }
-        if (A.n == 0) {
-            A.last_progress = now_s(); /* the watchdog's clock starts with the first wait */
-        }
-        A.r[A.n] = r;
-        A.req[A.n] = r->req;
-        A.n++;
+        L->r[L->n] = r;
+        L->req[L->n] = r->req;
+        L->n++;
     }
-    E.incoming = NULL;
+    L->incoming = NULL;
 }
 
-/* One request is over: finish the op, count it, release its task or wake its host.  @p ok:
- * 0 after a failure, already reported; @p st: NULL for a polled request. */
-static void finish(int i, const MPI_Status *st, int ok)
+/* One request of @p L is over: finish the op, count it, release its task or wake its host.
+ * @p ok: 0 after a failure, already reported; @p st: NULL for a polled request. */
+static void finish(struct lane *L, int i, const MPI_Status *st, int ok)
 {
-    struct hx_coll_req *r = A.r[i];
+    struct hx_coll_req *r = L->r[i];
     struct starpu_task *task = r->task;
     double busy = now_s() - r->t_post, bytes = r->bytes;
+    int lane = r->lane;
     if (getenv("HX_COMM_LOG") != NULL && task != NULL) {
         fprintf(stderr, "commlog rank %d %s %s seq %d post %.4f done %.4f bytes %.0f "
-                "starpu %.4f\n", hx_mpi_world_rank(), r->op, hx_group_name(r->channel), r->seq,
-                r->t_post, now_s(), bytes, starpu_timing_now() / 1e6);
+                "starpu %.4f lane %s\n", hx_mpi_world_rank(), r->op,
+                hx_group_name((enum hx_group_kind)r->channel), r->seq, r->t_post, now_s(),
+                bytes, starpu_timing_now() / 1e6, lane_words(lane));
     }
-    A.r[i] = NULL;
-    A.req[i] = MPI_REQUEST_NULL;
+    L->r[i] = NULL;
+    L->req[i] = MPI_REQUEST_NULL;
+    pthread_mutex_lock(&E.lock); /* off the watchdog's list before done() frees r */
+    if (r->wprev != NULL) {
+        r->wprev->wnext = r->wnext;
+    } else {
+        E.waiting = r->wnext;
+    }
+    if (r->wnext != NULL) {
+        r->wnext->wprev = r->wprev;
+    }
+    pthread_mutex_unlock(&E.lock);
     if (r->done != NULL) {
         r->done(r, st, ok); /* frees r */
     }
     pthread_mutex_lock(&E.lock);
+    E.last_progress = now_s();
     if (task != NULL) { /* the stats count tasks; host calls are not part of a step */
-        E.collectives++;
-        E.bytes += bytes;
+        count_locked(lane, bytes);
         E.busy_s += busy;
     } else {
         r->status = ok ? HX_OK : HX_ERUNTIME;
@@ -194,82 +269,81 @@ static void finish(int i, const MPI_Status *st, int ok)
     }
 }
 
-/* An MPI request is over with status @p rc. */
-static void finish_mpi(int i, const MPI_Status *st, int rc)
+/* An MPI request of @p L is over with status @p rc. */
+static void finish_mpi(struct lane *L, int i, const MPI_Status *st, int rc)
 {
     if (rc != MPI_SUCCESS) {
-        hx_comm_report(rc, A.r[i], "completion");
+        hx_comm_report(rc, L->r[i], "completion");
     }
-    finish(i, st, rc == MPI_SUCCESS);
+    finish(L, i, st, rc == MPI_SUCCESS);
 }
 
-/* Test every pending request once; @return how many finished.  Polled requests sit in the
- * set as MPI_REQUEST_NULL, which MPI_Testsome skips (with no active request it returns
- * MPI_UNDEFINED). */
-static int test_all(void)
+/* Test every pending request of @p L once; @return how many finished.  Polled requests sit
+ * in the set as MPI_REQUEST_NULL, which MPI_Testsome skips (with no active request it
+ * returns MPI_UNDEFINED). */
+static int test_all(struct lane *L)
 {
     int out = 0, done = 0;
-    int rc = MPI_Testsome(A.n, A.req, &out, A.idx, A.st);
+    int rc = MPI_Testsome(L->n, L->req, &out, L->idx, L->st);
     if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) {
         if (out == MPI_UNDEFINED) {
             out = 0;
         }
         for (int k = 0; k < out; k++) {
-            int i = A.idx[k];
-            finish_mpi(i, &A.st[k], rc == MPI_SUCCESS ? MPI_SUCCESS : A.st[k].MPI_ERROR);
+            int i = L->idx[k];
+            finish_mpi(L, i, &L->st[k], rc == MPI_SUCCESS ? MPI_SUCCESS : L->st[k].MPI_ERROR);
             done++;
         }
     } else {
         /* the set as a whole failed: find out request by request */
-        for (int i = 0; i < A.n; i++) {
+        for (int i = 0; i < L->n; i++) {
             int flag = 0;
             MPI_Status st;
-            if (A.r[i]->poll != NULL) {
+            if (L->r[i]->poll != NULL) {
                 continue;
             }
-            int rci = MPI_Test(&A.req[i], &flag, &st);
+            int rci = MPI_Test(&L->req[i], &flag, &st);
             if (rci != MPI_SUCCESS || flag) {
-                finish_mpi(i, &st, rci);
+                finish_mpi(L, i, &st, rci);
                 done++;
             }
         }
     }
-    for (int i = 0; i < A.n; i++) { /* NCCL: a cudaEvent after the calls (runtime/comm_nccl.c) */
-        int s = A.r[i] != NULL && A.r[i]->poll != NULL ? A.r[i]->poll(A.r[i]) : 0;
+    for (int i = 0; i < L->n; i++) { /* NCCL, StarPU-MPI: their own completion (poll) */
+        int s = L->r[i] != NULL && L->r[i]->poll != NULL ? L->r[i]->poll(L->r[i]) : 0;
         if (s != 0) {
-            finish(i, NULL, s > 0);
+            finish(L, i, NULL, s > 0);
             done++;
         }
     }
     if (done > 0) {
         int j = 0;
-        for (int i = 0; i < A.n; i++) {
-            if (A.r[i] != NULL) {
-                A.r[j] = A.r[i];
-                A.req[j] = A.req[i];
+        for (int i = 0; i < L->n; i++) {
+            if (L->r[i] != NULL) {
+                L->r[j] = L->r[i];
+                L->req[j] = L->req[i];
                 j++;
             }
         }
-        A.n = j;
-        A.last_progress = now_s();
+        L->n = j;
     }
     return done;
 }
 
-/* No progress for too long: say what this rank waits on, then end the process. */
-static void watchdog_fire(double idle)
+/* No progress on either lane for too long: say what this rank waits on, then end the
+ * process.  Called with the lock held, which keeps every listed request alive. */
+static void watchdog_fire_locked(double idle)
 {
     int rank = hx_mpi_world_rank();
     char peers[256];
     fflush(stdout);
-    for (int i = 0; i < A.n; i++) {
-        const struct hx_coll_req *r = A.r[i];
+    for (const struct hx_coll_req *r = E.waiting; r != NULL; r = r->wnext) {
         hx_comm_format_members(r->channel, peers, sizeof peers);
         fprintf(stderr, "helix: error: [rank %d] no collective progress for %.0f s "
                 "(--comm-timeout): waiting on channel %s seq %d (#%ld started here): %s%s of "
-                "%.0f bytes with world ranks %s\n", rank, idle,
+                "%.0f bytes with world ranks %s (%s lane)\n", rank, idle,
                 hx_group_name((enum hx_group_kind)r->channel), r->seq, r->started,
-                r->task == NULL ? "host " : "", r->op, r->bytes, peers);
+                r->task == NULL ? "host " : "", r->op, r->bytes, peers, lane_words(r->lane));
     }
     fprintf(stderr, "helix: error: [rank %d] hint: a peer rank died or stopped; raise "
             "--comm-timeout if the network is just slow (exiting with status %d)\n", rank,
@@ -280,38 +354,41 @@ static void watchdog_fire(double idle)
 
 static void *progress_main(void *arg)
 {
-    (void)arg;
+    struct lane *L = arg;
     long poll_us = POLL_MIN_US;
     pthread_mutex_lock(&E.lock);
     for (;;) {
-        if (E.incoming != NULL) {
-            adopt_locked();
+        if (L->incoming != NULL) {
+            adopt_locked(L);
             poll_us = POLL_MIN_US;
-            A.last_event = now_s();
+            L->last_event = now_s();
         }
-        if (A.n == 0) {
+        if (L->n == 0) {
             if (E.stop) {
                 break;
             }
-            pthread_cond_wait(&E.wake, &E.lock);
+            pthread_cond_wait(&L->wake, &E.lock);
             continue;
         }
         pthread_mutex_unlock(&E.lock);
-        if (test_all() > 0) {
+        int done = test_all(L);
+        pthread_mutex_lock(&E.lock);
+        if (done > 0) {
             poll_us = POLL_MIN_US;
-            A.last_event = now_s();
+            L->last_event = now_s();
+            continue;
+        }
+        double t = now_s(), idle = t - E.last_progress;
+        if (E.timeout > 0 && idle > E.timeout) {
+            watchdog_fire_locked(idle);
+        }
+        pthread_mutex_unlock(&E.lock);
+        if (t - L->last_event < SPIN_US * 1e-6) {
+            sched_yield();
         } else {
-            double t = now_s(), idle = t - A.last_progress;
-            if (E.timeout > 0 && idle > E.timeout) {
-                watchdog_fire(idle);
-            }
-            if (t - A.last_event < SPIN_US * 1e-6) {
-                sched_yield();
-            } else {
-                struct timespec ts = { 0, poll_us * 1000 };
-                nanosleep(&ts, NULL);
-                poll_us = poll_us * 2 > POLL_MAX_US ? POLL_MAX_US : poll_us * 2;
-            }
+            struct timespec ts = { 0, poll_us * 1000 };
+            nanosleep(&ts, NULL);
+            poll_us = poll_us * 2 > POLL_MAX_US ? POLL_MAX_US : poll_us * 2;
         }
         pthread_mutex_lock(&E.lock);
     }
@@ -319,20 +396,66 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+static void free_lane(struct lane *L)
+{
+    free(L->r);
+    free(L->req);
+    free(L->idx);
+    free(L->st);
+    L->r = NULL;
+    L->req = NULL;
+    L->idx = NULL;
+    L->st = NULL;
+    L->n = L->cap = 0;
+}
+
+/* Stop and join every started lane thread; called without the lock. */
+static void join_lanes(void)
+{
+    pthread_mutex_lock(&E.lock);
+    E.stop = 1;
+    for (int k = 0; k < NLANES; k++) {
+        pthread_cond_signal(&E.lane[k].wake);
+    }
+    pthread_mutex_unlock(&E.lock);
+    for (int k = 0; k < NLANES; k++) {
+        if (E.lane[k].started) {
+            pthread_join(E.lane[k].thread, NULL);
+            E.lane[k].started = 0;
+        }
+        free_lane(&E.lane[k]);
+    }
+}
+
 int hx_comm_engine_start(double timeout)
 {
+    const char *one = getenv("HX_COMM_ONE_LANE");
     pthread_mutex_lock(&E.lock);
     HX_ASSERT(!E.running, "the collective engine is already running");
     E.timeout = timeout;
     E.stop = 0;
     E.pending = 0;
-    E.incoming = NULL;
-    int rc = pthread_create(&E.thread, NULL, progress_main, NULL);
+    E.waiting = NULL;
+    E.one_lane = one != NULL && strcmp(one, "1") == 0;
+    int rc = 0, k = 0;
+    for (; k < (E.one_lane ? 1 : NLANES); k++) {
+        struct lane *L = &E.lane[k];
+        L->incoming = NULL;
+        L->last_event = 0;
+        rc = pthread_create(&L->thread, NULL, progress_main, L);
+        L->started = rc == 0;
+        if (rc != 0) {
+            break;
+        }
+    }
     E.running = rc == 0;
     pthread_mutex_unlock(&E.lock);
     if (rc != 0) {
-        return HX_ERR(HX_ERUNTIME, "cannot start the collective progress thread: %s; the "
-                      "process may be out of threads (ulimit -u)", strerror(rc));
+        join_lanes();
+        return HX_ERR(HX_ERUNTIME, "cannot start the collective progress thread of the %s "
+                      "lane: %s; the process may be out of threads (ulimit -u)",
+                      lane_words(k == 1 ? HX_LANE_COMM_INTER : HX_LANE_COMM_INTRA),
+                      strerror(rc));
     }
     return HX_OK;
 }
@@ -353,18 +476,11 @@ void hx_comm_engine_stop(void)
         pthread_mutex_unlock(&E.lock);
         return;
     }
-    E.stop = 1;
-    pthread_cond_signal(&E.wake);
     pthread_mutex_unlock(&E.lock);
-    pthread_join(E.thread, NULL);
+    join_lanes();
     pthread_mutex_lock(&E.lock);
     E.running = 0;
     pthread_mutex_unlock(&E.lock);
-    free(A.r);
-    free(A.req);
-    free(A.idx);
-    free(A.st);
-    memset(&A, 0, sizeof A);
 }
 
 double hx_comm_timeout(void)
@@ -381,6 +497,10 @@ void hx_comm_engine_stats(struct hx_comm_stats *s)
     s->collectives = E.collectives;
     s->bytes = E.bytes;
     s->busy_s = E.busy_s;
+    for (int k = 0; k < NLANES; k++) {
+        s->lane_collectives[k] = E.lane[k].collectives;
+        s->lane_bytes[k] = E.lane[k].bytes;
+    }
     pthread_mutex_unlock(&E.lock);
 }
 
@@ -390,5 +510,9 @@ void hx_comm_engine_reset_stats(void)
     E.collectives = 0;
     E.bytes = 0;
     E.busy_s = 0;
+    for (int k = 0; k < NLANES; k++) {
+        E.lane[k].collectives = 0;
+        E.lane[k].bytes = 0;
+    }
     pthread_mutex_unlock(&E.lock);
 }

@@ -38,9 +38,11 @@ struct hx_coll_req {
     long started;               /* 1-based count of collectives started on this rank */
     hx_coll_done_fn done;       /* NULL for host calls */
     /* owned by the engine */
+    int lane;                   /* enum hx_lane of the channel (hx_comm_lane), set at post */
     double t_post;
     int finished, status;       /* host calls: set under the engine's lock */
-    struct hx_coll_req *next;
+    struct hx_coll_req *next;   /* the lane's incoming list */
+    struct hx_coll_req *wprev, *wnext; /* the engine's list of every pending request */
 };
 
 /* ---- channels (runtime/comm.c) ---- */
@@ -50,6 +52,15 @@ struct hx_coll_req {
 int hx_comm_channel(int ch, const char *op, MPI_Comm *comm, const struct hx_group **g);
 /* The group of @p ch, NULL when closed. */
 const struct hx_group *hx_comm_group(int ch);
+/* The communication lane of channel @p ch (enum hx_lane): HX_LANE_COMM_INTRA when every
+ * member of this rank's group lives on its node (the group's intra_node flag, from
+ * --ranks-per-node), else HX_LANE_COMM_INTER; INTRA for a closed channel.
+ * Why the group and not the task's IR node (node->lane): the lane is a fact about where the
+ * peers live, which the channel knows for every request, a host call (no node) as much as a
+ * task; graphs/gpt.c derives node->lane from this same flag (hx_collectives_set_lanes), but
+ * a graph built without it (tests, hand-built graphs) leaves every collective on the intra
+ * lane, and the engine must still keep a slow link's requests apart. */
+int hx_comm_lane(int ch);
 /* "0,2,4" (at most @p len bytes, "..." when longer): the world ranks of @p ch's group. */
 void hx_comm_format_members(int ch, char *buf, int len);
 /* MPI type of an enum hx_dtype (MPI_DATATYPE_NULL if unknown), MPI op of an hx_reduce_op. */
@@ -66,12 +77,13 @@ void hx_comm_engine_drain(void);
 void hx_comm_engine_stop(void);
 /* Number the next collective started on this rank. */
 long hx_comm_count_start(void);
-/* Hand a posted request to the progress thread. */
+/* Hand a posted request to the progress thread of its channel's lane. */
 void hx_comm_post(struct hx_coll_req *r);
 /* Post a host request and wait for it; @return HX_OK or HX_ERUNTIME (reported). */
 int hx_comm_wait_host(struct hx_coll_req *r);
-/* Count a collective that finished without MPI (a group of one rank). */
-void hx_comm_local_done(double bytes);
+/* Count a collective that finished without MPI (a group of one rank): its r->bytes on its
+ * channel's lane. */
+void hx_comm_local_done(const struct hx_coll_req *r);
 void hx_comm_engine_stats(struct hx_comm_stats *s);
 void hx_comm_engine_reset_stats(void);
 

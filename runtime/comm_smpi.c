@@ -46,6 +46,7 @@
 #include <starpu_mpi.h>
 
 #include "helix/error.h"
+#include "helix/graph.h"
 #include "helix/ops.h"
 #include "helix/tensor.h"
 #include "runtime/comm_internal.h"
@@ -63,6 +64,7 @@ struct hx_smpi_coll {
     int ntensors;                  /* tensors added so far: the tag's tensor field */
     int pending;                   /* operations submitted and not finished (atomic) */
     int failed;                    /* a submission failed: reported, the task still ends */
+    int prio;                      /* of its reduction and copy tasks: its lane's (lane_prio) */
 };
 
 /* Message numbering per channel, by worker threads that the channel token serializes:
@@ -269,7 +271,7 @@ static void reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_data
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
     int ret = starpu_task_insert(&acc_cl, STARPU_RW, acc, STARPU_R, in, STARPU_CL_ARGS_NFREE,
                                  a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, one_done, c,
-                                 STARPU_PRIORITY, STARPU_MAX_PRIO, 0);
+                                 STARPU_PRIORITY, c->prio, 0);
     if (ret != 0) {
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
         fail(c, "submitting a reduction task", ret);
@@ -291,12 +293,24 @@ static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
     int ret = starpu_task_insert(cl, cl == &copy_in_cl ? STARPU_W : STARPU_R, h, STARPU_CL_ARGS,
                                  a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, one_done, c,
-                                 STARPU_PRIORITY, STARPU_MAX_PRIO, 0);
+                                 STARPU_PRIORITY, c->prio, 0);
     if (ret != 0) {
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
         free(a);
         fail(c, "submitting a copy task", ret);
     }
+}
+
+/* The priority of a collective's reduction and copy tasks on channel @p ch: the top, so a
+ * ring's next step is not held behind compute, and one below it on the inter-node lane.
+ * Why: these are plain StarPU tasks in the workers' queues, where an inter-node all-reduce's
+ * reductions (chunks of a large message) could otherwise run ahead of an intra-node one's
+ * queued after them; the intra-node peer waits on the fast link, the inter-node one on the
+ * slow link anyway (runtime/comm_engine.c, "Lanes").  Priorities order tasks only: each sum
+ * still follows its handles' dependencies, so no number changes. */
+static int lane_prio(int ch)
+{
+    return hx_comm_lane(ch) == HX_LANE_COMM_INTER ? STARPU_MAX_PRIO - 1 : STARPU_MAX_PRIO;
 }
 
 /* ---- algorithms (group ranks; me = g->rank) ---- */
@@ -444,6 +458,7 @@ struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
     c->g = *g;
     c->dtype = dtype;
     c->esize = hx_dtype_size((enum hx_dtype)dtype);
+    c->prio = lane_prio(ch);
     c->number = -1; /* the first tensor numbers it: a collective, or a message to a peer */
     return c;
 }
@@ -666,7 +681,7 @@ void hx_smpi_end(struct hx_smpi_coll *c, int ok)
 {
     (void)ok; /* what was submitted runs either way: a peer waits for it */
     if (__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) == 0 && c->g->size == 1) {
-        hx_comm_local_done(c->r.bytes);
+        hx_comm_local_done(&c->r);
         free(c);
         return;
     }

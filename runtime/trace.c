@@ -13,8 +13,11 @@
  * per rank ("rank R (host)"), one thread per compute worker ("compute w<k>", with the device
  * for an OpenCL or CUDA worker: "compute w1 (OpenCL 0)", beside a "transfers to w1" row of
  * the tasks' input fetches, StarPU's acquire-data interval), and one per
- * communication channel on its lane ("comm inter-node: tp"): a channel runs its collectives
- * one at a time (its token), so no two events of a thread overlap.  Clocks: each rank's
+ * communication channel on its lane ("comm inter-node: dp"), the rows of a lane together:
+ * the intra-node lane's, then the inter-node lane's.  A row is a channel, not a whole lane,
+ * because a channel runs its collectives one at a time (its token), so no two events of a
+ * thread overlap, as the trace format wants, while two channels of one lane (tp and
+ * tp_beta) do run at once.  Clocks: each rank's
  * StarPU clock starts at its own starpu_init, so each rank's times are shifted onto rank
  * 0's clock (clock_shift: Cristian's algorithm), and the file's otherData gives the bound
  * on that shift's error ("clock_error_us").
@@ -51,10 +54,19 @@ static struct {
     long n, cap;
 } tr = { .step = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* thread ids: workers keep theirs; channel ch is COMM_TID + ch; the input transfers of
+/* thread ids: workers keep theirs; channel ch is COMM_TID + ch on the intra-node lane and
+ * COMM_TID + INTER_TID + ch on the inter-node lane, so a viewer sorting rows by id (the
+ * sort index, tools/trace_svg.c) shows each lane's rows together; the input transfers of
  * device worker w are FETCH_TID + w */
 #define COMM_TID 1000
+#define INTER_TID 100
 #define FETCH_TID 2000
+
+/* The row of collective node @p n: its channel's, among its lane's rows. */
+static int comm_tid(const struct hx_node *n)
+{
+    return COMM_TID + (n->lane == HX_LANE_COMM_INTER ? INTER_TID : 0) + n->args.coll.channel;
+}
 
 int hx_trace_start(void)
 {
@@ -201,8 +213,8 @@ static void write_rank(FILE *f, int rank, double shift_us)
             fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
                     "\"args\": {\"name\": \"%s: %s\"}},\n{\"name\": \"thread_sort_index\", "
                     "\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"sort_index\": %d}},\n",
-                    rank, COMM_TID + ch, lane_name(n->lane), hx_group_name(ch), rank,
-                    COMM_TID + ch, COMM_TID + ch);
+                    rank, comm_tid(n), lane_name(n->lane), hx_group_name(ch), rank,
+                    comm_tid(n), comm_tid(n));
         }
     }
     for (long i = 0; i < tr.n; i++) {
@@ -216,7 +228,7 @@ static void write_rank(FILE *f, int rank, double shift_us)
                 "\"strand\": %d, \"strand_name\": \"%s\", \"block\": %d, \"segment\": %d, "
                 "\"bytes\": %.0f, \"flops\": %.0f, \"collective\": %d}},\n",
                 hx_op_name(n->op), comm ? "comm" : "compute", e->start_us + shift_us,
-                e->end_us - e->start_us, rank, comm ? COMM_TID + n->args.coll.channel : e->worker,
+                e->end_us - e->start_us, rank, comm ? comm_tid(n) : e->worker,
                 rank, e->worker, lane_name(n->lane),
                 comm ? hx_group_name(n->args.coll.channel) : "", n->id, e->step, n->layer,
                 n->microbatch, phases[n->phase], n->strand, strand_name(n->strand), n->block,

@@ -7,7 +7,12 @@
  *     go first, block by block and segment by segment (the plan's steps; the barrier
  *     between steps is in the graph, a tag dependency at submission), the rest by priority;
  *     a worker then takes the other strand than the last one taken when the heap offers one
- *     as good, so paired forward and backward ops co-run on the two workers.
+ *     as good, so paired forward and backward ops co-run on the two workers.  Among ready
+ *     collectives of equal priority (graphs/gpt.c gives them all one), the intra-node lane's
+ *     is posted first (node->lane): it is short and its peers sit on the fast link, while an
+ *     inter-node one waits on the slow link whenever it is posted; posting order changes
+ *     nothing else (each channel's order is its token's, each lane has its own progress
+ *     thread, runtime/comm_engine.c).
  *   "hx-wavelet": the baseline of papers.md §2.7 (Wavelet+): priority order, alternating the
  *     two strands round-robin, no plan.
  *   "hx-prefetch": AxoNN's overlap of parameter all-gathers (papers.md §1, O3, IV-B/D):

@@ -30,6 +30,12 @@ static int plan_cmp(const struct hx_heap_entry *a, const struct hx_heap_entry *b
     return na->segment == nb->segment ? 0 : na->segment < nb->segment ? -1 : 1;
 }
 
+/* 1 for a collective of the inter-node lane (graphs/collectives.c stamps node->lane) */
+static int inter_node(const struct hx_heap_entry *e)
+{
+    return node_of(e) != NULL && node_of(e)->lane == HX_LANE_COMM_INTER;
+}
+
 int hx_heap_before(enum hx_heap_order order, const struct hx_heap_entry *a,
                    const struct hx_heap_entry *b)
 {
@@ -42,6 +48,9 @@ int hx_heap_before(enum hx_heap_order order, const struct hx_heap_entry *a,
     }
     if (a->task->priority != b->task->priority) {
         return a->task->priority > b->task->priority;
+    }
+    if (order == HX_ORDER_STRAND && inter_node(a) != inter_node(b)) {
+        return inter_node(b); /* equal priority: the intra-node lane's collective first */
     }
     return a->seq < b->seq;
 }

@@ -18,8 +18,10 @@ struct hx_heap_entry {
 };
 
 /* HX_ORDER_PRIO: priority (higher first), then push order.  HX_ORDER_STRAND: planned tasks
- * first, by (block, segment), then as PRIO.  HX_ORDER_WAVELET: as PRIO (the strands alternate
- * at pop).  HX_ORDER_TOPO: submission order (node id), a topological order. */
+ * first, by (block, segment), then as PRIO, except that at equal priority a collective of
+ * the intra-node lane goes before one of the inter-node lane.  HX_ORDER_WAVELET: as PRIO
+ * (the strands alternate at pop).  HX_ORDER_TOPO: submission order (node id), a
+ * topological order. */
 enum hx_heap_order { HX_ORDER_PRIO, HX_ORDER_STRAND, HX_ORDER_WAVELET, HX_ORDER_TOPO };
 
 struct hx_heap {

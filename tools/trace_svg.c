@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* tools/trace_svg.c: `helix trace svg`: one training step (or the whole trace) as an SVG
  * timeline.  A band per rank, a row per thread (compute workers, then one per channel on
- * its lane), time left to right with a ms axis; each task a rectangle colored by op class
+ * its lane, the intra-node lane's rows before the inter-node lane's: runtime/trace.c numbers
+ * them so), time left to right with a ms axis; each task a rectangle colored by op class
  * (GEMM, attention, norm and element-wise, optimizer, and each collective kind), strand
  * beta's tasks hatched, a legend below.  Hovering a task shows its op, micro-batch, layer
  * and duration.  Test: tests/mpi/trace.sh (renders it to PNG and checks it is not blank). */

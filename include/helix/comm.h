@@ -17,19 +17,25 @@
  *
  * Completion is asynchronous: a collective codelet posts the non-blocking MPI call, adds an
  * end-dependency to its own task and returns, so the worker keeps computing; the engine's
- * progress thread tests the requests and releases the task when its request completes.
+ * progress thread of the channel's lane (intra-node or inter-node: where the group's members
+ * live, by --ranks-per-node) tests the requests and releases the task when its request
+ * completes.  Each lane has its own thread, so a slow inter-node collective never delays an
+ * intra-node one.
  *
- * Watchdog: when a posted collective has not completed and no collective has completed for
- * `timeout` seconds, the progress thread prints on every waiting rank
+ * Watchdog: when a posted collective has not completed and no collective has completed, on
+ * either lane, for `timeout` seconds, a progress thread prints on every waiting rank, one
+ * line per pending collective,
  *   helix: error: [rank R] no collective progress for T s (--comm-timeout): waiting on
- *   channel dp seq 17 (#35 started here): allreduce of 4096 bytes with world ranks 0,2 ...
+ *   channel dp seq 17 (#35 started here): allreduce of 4096 bytes with world ranks 0,2
+ *   (inter-node lane) ...
  * and ends the process with exit status 3, so a lost rank never hangs the job.  A rank that
  * is busy outside collectives while its peers wait for it (rank 0 waiting for a checkpoint
  * writer) joins a host collective more often than the timeout (hx_comm_timeout): a
  * heartbeat, so a slow write is progress and a dead writer rank is still caught.
  *
  * HX_COMM_LOG=1 prints one line per completed collective task on stderr (op, channel, seq,
- * post and completion times, bytes, StarPU's clock at completion), to line up with a trace.
+ * post and completion times, bytes, StarPU's clock at completion, lane), to line up with a
+ * trace.  HX_COMM_ONE_LANE=1 serves both lanes from one thread, as before lanes (diagnosis).
  *
  * Backends (hx_comm_opts.backend): MPI (the default) moves host memory: the collective
  * codelets have CPU implementations only, so StarPU first brings a tile that lives on an
@@ -127,6 +133,8 @@ struct hx_comm_stats {
     long collectives;     /**< completed collective tasks */
     double bytes;         /**< bytes this rank contributed */
     double busy_s;        /**< summed post-to-completion seconds */
+    long lane_collectives[2]; /**< of them, on the intra-node [0] and inter-node [1] lane */
+    double lane_bytes[2];     /**< bytes likewise */
 };
 void hx_comm_get_stats(struct hx_comm_stats *s);
 

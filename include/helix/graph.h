@@ -233,6 +233,9 @@ struct hx_task_time {
     double end_us;              /**< the task terminated: for a collective, whose codelet only
                                  *   posts the transfer, when the transfer completed */
     int worker;                 /**< StarPU worker id, -1 without profiling */
+    long order;                 /**< 1-based rank of its termination among every timed task
+                                 *   of this process: the completion order, for a collective
+                                 *   the order in which the engine finished them */
     int done;                   /**< set to 1 (release store) once the fields are written */
 };
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # tests/mpi/watchdog.sh: a rank that dies or stops never hangs the job.  With --comm-timeout
 # 3 the survivors, waiting in a collective, print the watchdog line of include/helix/comm.h
-# (channel, seq, started count, op, bytes, world ranks) and exit with status 3.
+# (channel, seq, started count, op, bytes, world ranks, lane) and exit with status 3.  These
+# jobs have one node, so every channel is on the intra-node lane.
 #
 # How mpirun (Open MPI 4.1) treats a lost rank decides who speaks:
 #  - a rank killed by a signal: mpirun itself aborts the job within about a second (SIGTERM,
@@ -63,7 +64,7 @@ timed 2 "$LOST" --victim stop --timeout 3
 ok "stop mid-graph: the job exits non-zero (status $RC)" '! rc_is 0'
 FIRST="world seq 0 (#1 started here): allreduce of 16384 bytes with world ranks"
 ok "stop mid-graph: rank 0 names the collective it waits on" \
-    'err_has "\[rank 0\] $WD $FIRST 0,1$"'
+    'err_has "\[rank 0\] $WD $FIRST 0,1 (intra-node lane)$"'
 ok "stop mid-graph: the hint follows" \
     'err_has "\[rank 0\] hint: a peer rank died or stopped; raise --comm-timeout"'
 ok "stop mid-graph: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
@@ -72,7 +73,8 @@ ok "stop mid-graph: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMI
 timed 2 "$LOST" --victim stop-host --timeout 3
 ok "stop before a host barrier: the job exits non-zero (status $RC)" '! rc_is 0'
 ok "stop before a host barrier: rank 0 names the host barrier" \
-    'err_has "\[rank 0\] $WD world seq 0 (#[0-9]* started here): host barrier of 0 bytes"'
+    'err_has "\[rank 0\] $WD world seq 0 (#[0-9]* started here): host barrier of 0 bytes \
+with world ranks 0,1 (intra-node lane)$"'
 ok "stop before a host barrier: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
 
 # 9-12: rank 1 of 4 kills itself mid-graph; mpirun leaves the survivors alone (recovery)
@@ -82,7 +84,7 @@ ok "kill at np 4: ranks 0, 2, 3 exit with status 3 (got $(rank_rc 0) $(rank_rc 2
 ok "kill at np 4: rank 1 died of SIGKILL (status $(rank_rc 1))" '[ "$(rank_rc 1)" = 137 ]'
 survivors_speak() {
     for r in 0 2 3; do
-        err_has "\[rank $r\] $WD $FIRST 0,1,2,3$" || return 1
+        err_has "\[rank $r\] $WD $FIRST 0,1,2,3 (intra-node lane)$" || return 1
     done
 }
 ok "kill at np 4: every survivor prints the watchdog line" survivors_speak
@@ -124,7 +126,8 @@ ELAPSED=$(($(now_ms) - t0))
 LAST_CMD="helix train at np 2, rank 1 killed"
 ok "train: rank 0 exits with status 3 (got $(rank_rc 0)); rank 1 was killed ($(rank_rc 1))" \
     '[ "$(rank_rc 0)" = 3 ] && [ "$(rank_rc 1)" = 137 ]'
-ANY="[a-z_]* seq [0-9]* (#[0-9]* started here): [a-z_ ]* of [0-9]* bytes with world ranks 0,1"
+ANY="[a-z_]* seq [0-9]* (#[0-9]* started here): [a-z_ ]* of [0-9]* bytes with world ranks 0,1 \
+(intra-node lane)"
 ok "train: rank 0 prints the watchdog line" 'err_has "\[rank 0\] $WD $ANY$"'
 ok "train: rank 0 prints the hint" 'err_has "\[rank 0\] hint: a peer rank died or stopped"'
 ok "train: over ${ELAPSED} ms after the kill (< 10000)" '[ "$ELAPSED" -lt 10000 ]'
@@ -166,7 +169,8 @@ ok "rank 0 killed during its wait: rank 1 exits with status 3 (got $(rank_rc 1))
 # save's agreement (a broadcast right after the fork; seen on a loaded machine): rank 1 then
 # waits on that broadcast rather than on a heartbeat.  Either is the save's collective.
 HB="no collective progress for 1 s \(--comm-timeout\): waiting on channel world seq [0-9]+ \
-\(#[0-9]+ started here\): host (allreduce of 12|bcast of 0) bytes with world ranks 0,1"
+\(#[0-9]+ started here\): host (allreduce of 12|bcast of 0) bytes with world ranks 0,1 \
+\(intra-node lane\)"
 ok "... naming the save's collective it waits on (a heartbeat, or the agreement)" \
     'grep -qE "^helix: error: \[rank 1\] $HB$" "$ERR"'
 i=0

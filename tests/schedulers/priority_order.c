@@ -3,8 +3,11 @@
  * priority first.  A blocker task holds the worker until NTASKS tasks with shuffled priorities
  * (-4..3, each twice) are queued, then lets them run.  Under hx-prio they must run in
  * priority order with ties in submission order; StarPU's prio is the cross-check for the
- * priority order (its tie order is not promised).  No timing is asserted: the blocker waits
- * on a flag, with a 10 s guard so a broken policy fails instead of hanging. */
+ * priority order (its tie order is not promised).  Under hx-strand the same tasks are
+ * collectives (kind COMM), alternately of the inter-node and the intra-node lane, the
+ * inter-node one submitted first in each pair of equal priority: at equal priority the
+ * intra-node lane's must run first.  No timing is asserted: the blocker waits on a flag, with
+ * a 10 s guard so a broken policy fails instead of hanging. */
 #include <starpu.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <time.h>
 
 #include "helix/error.h"
+#include "helix/graph.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "tap.h"
@@ -57,8 +61,10 @@ static void record_cpu(void *buffers[], void *arg)
 static struct starpu_codelet blocker_cl = { .name = "blocker", .cpu_funcs = { blocker_cpu } };
 static struct starpu_codelet record_cl = { .name = "record", .cpu_funcs = { record_cpu } };
 
-/* Runs the 16 tasks under @p policy; fills order[]; 0 on success, else a message in why. */
-static int run(const char *policy, const int *prio, char *why, size_t len)
+/* Runs the 16 tasks under @p policy, task i with IR node nodes[i] (NULL: none); fills
+ * order[]; 0 on success, else a message in why. */
+static int run(const char *policy, const int *prio, struct hx_node *nodes, char *why,
+               size_t len)
 {
     struct hx_runtime_opts o;
     hx_runtime_opts_init(&o);
@@ -85,8 +91,12 @@ static int run(const char *policy, const int *prio, char *why, size_t len)
         ret = -1;
     }
     for (int i = 0; i < NTASKS && ret == 0; i++) {
-        if (starpu_task_insert(&record_cl, STARPU_CL_ARGS_NFREE, (void *)(intptr_t)i, (size_t)0,
-                               STARPU_PRIORITY, prio[i], 0) != 0) {
+        struct starpu_task *t = starpu_task_create();
+        t->cl = &record_cl;
+        t->cl_arg = (void *)(intptr_t)i;
+        t->priority = prio[i];
+        t->sched_data = nodes != NULL ? &nodes[i] : NULL; /* as graphs/submit.c sets it */
+        if (starpu_task_submit(t) != 0) {
             snprintf(why, len, "%s: submitting task %d failed", policy, i);
             ret = -1;
         }
@@ -128,10 +138,10 @@ int main(void)
         prio[j] = t;
     }
 
-    tap_plan(3);
+    tap_plan(5);
     char why[256] = "";
 
-    if (run("hx-prio", prio, why, sizeof why) != 0) {
+    if (run("hx-prio", prio, NULL, why, sizeof why) != 0) {
         tap_ok(0, "%s", why);
         tap_ok(0, "%s", why);
     } else {
@@ -149,7 +159,7 @@ int main(void)
                ties_swapped);
     }
 
-    if (run("prio", prio, why, sizeof why) != 0) {
+    if (run("prio", prio, NULL, why, sizeof why) != 0) {
         tap_ok(0, "%s", why);
     } else {
         show("prio", prio);
@@ -159,6 +169,35 @@ int main(void)
         }
         tap_ok(inversions == 0, "StarPU prio: %d tasks ran highest priority first (%d inversions)",
                NTASKS, inversions);
+    }
+
+    /* hx-strand: collectives; of each pair of equal priority, the first submitted is on the
+     * inter-node lane and the second on the intra-node lane */
+    struct hx_node nodes[NTASKS];
+    int seen[8] = { 0 };
+    for (int i = 0; i < NTASKS; i++) {
+        int k = prio[i] + 4;
+        nodes[i] = (struct hx_node){ .kind = HX_KIND_COMM, .strand = HX_STRAND_NONE,
+                                     .block = -1,
+                                     .lane = seen[k]++ == 0 ? HX_LANE_COMM_INTER
+                                                            : HX_LANE_COMM_INTRA };
+    }
+    if (run("hx-strand", prio, nodes, why, sizeof why) != 0) {
+        tap_ok(0, "%s", why);
+        tap_ok(0, "%s", why);
+    } else {
+        show("hx-strand", prio);
+        int inversions = 0, lane_swapped = 0;
+        for (int i = 1; i < NTASKS; i++) {
+            int a = order[i - 1], b = order[i];
+            inversions += prio[a] < prio[b];
+            lane_swapped += prio[a] == prio[b] && nodes[a].lane == HX_LANE_COMM_INTER;
+        }
+        tap_ok(inversions == 0, "hx-strand: %d collectives ran highest priority first (%d "
+               "inversions)", NTASKS, inversions);
+        tap_ok(inversions == 0 && lane_swapped == 0, "hx-strand: at equal priority the "
+               "intra-node lane's collective ran first, though submitted second (%d pairs "
+               "the other way)", lane_swapped);
     }
     return tap_exit();
 }

@@ -1,0 +1,70 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/mpi/lanes.sh: tests/mpi/lanes.c on scripts/netbed: 4 ranks, 2 on each of two emulated
+# nodes joined by a 50 Mbit/s link, once per backend (mpi, starpu-mpi).  An intra-node
+# all-reduce posted after an inter-node one must complete first (the completion order, not a
+# time).  Why so slow a link: the inter-node all-reduce's time is then the link's (4 MiB each
+# way for two pairs: 1.4-2 s), far above the intra-node one's, which is CPU-bound (1-40 ms;
+# 270 ms measured under ASan with 4 ranks on 2 loaded cores).  Each launch's TAP lines are
+# renumbered into this stream with a "BACKEND:" prefix, then one line says it exited 0 after
+# its whole plan.  The bed needs root, network namespaces (ip netns, unshare) and Open MPI's
+# mpirun: without them the whole test is skipped, saying which is missing.
+# shellcheck source=tests/cli/lib.sh
+. "$(dirname "$0")/../cli/lib.sh"
+NETBED=${HX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/scripts/netbed
+LANES=$HX_BUILDDIR/tests/mpi/lanes
+
+skip_all() {
+    echo "1..0 # SKIP $*"
+    exit 0
+}
+[ "$(id -u)" -eq 0 ] || skip_all "scripts/netbed needs root (ip netns, tc)"
+if ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
+    skip_all "no 'ip netns' (iproute2) for scripts/netbed"
+fi
+command -v tc >/dev/null || skip_all "no tc (iproute2) to shape the netbed link"
+unshare --net --uts true 2>/dev/null ||
+    skip_all "cannot create network/UTS namespaces here (unshare --net --uts fails)"
+if ! mpirun --version 2>/dev/null | grep -q "Open MPI"; then
+    skip_all "no Open MPI mpirun for scripts/netbed"
+fi
+
+STARPU_NCPU=1 # lanes.c posts in submission order on one worker
+export STARPU_NCPU
+n=0
+failed=0
+for backend in mpi starpu-mpi; do
+    HX_COMM_BACKEND=$backend
+    export HX_COMM_BACKEND
+    # netbed run: its own bed (namespaces hxnb<pid>), torn down on exit or on TERM
+    run timeout -k 10 120 "$NETBED" run --rate 50mbit -- -np 4 "$LANES"
+    planned=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$OUT" | head -n 1)
+    seen=0
+    while IFS= read -r line; do
+        case $line in
+        "ok "* | "not ok "*)
+            n=$((n + 1))
+            seen=$((seen + 1))
+            verdict=${line%% [0-9]*}
+            rest=${line#"$verdict" }
+            rest=${rest#*[0-9] }
+            rest=${rest#- }
+            [ "$verdict" = "not ok" ] && failed=$((failed + 1))
+            echo "$verdict $n - $backend: $rest"
+            ;;
+        "#"*) echo "$line" ;;
+        esac
+    done <"$OUT"
+    grep "^lanes: rank" "$ERR" | sort | diag
+    n=$((n + 1))
+    if [ "$RC" -eq 0 ] && [ -n "$planned" ] && [ "$seen" -eq "$planned" ]; then
+        echo "ok $n - $backend: the launch on netbed exits 0 after all $planned checks"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - $backend: the launch on netbed exits $RC after $seen of" \
+            "${planned:-?} checks"
+        grep -v '^\[starpu' "$ERR" | tail -n 20 | diag
+    fi
+done
+echo "1..$n"
+[ "$failed" -eq 0 ]
