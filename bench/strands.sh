@@ -127,22 +127,9 @@ import json, math, os, re, statistics, sys
 out, rounds, rate, ncores = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 sys.path.insert(0, os.path.join(sys.argv[5], "bench"))
 import parity_rule
-# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: 1.96+)
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-def ratio_ci(q):  # geometric mean of per-round ratios and its 95% interval (t on the logs)
-    lq = [math.log(x) for x in q]
-    m = statistics.mean(lq)
-    if len(lq) < 2:
-        return math.exp(m), None
-    t = T95[len(lq) - 2] if len(lq) - 1 <= len(T95) else 1.96 + 2.5 / (len(lq) - 1)
-    h = t * statistics.stdev(lq) / math.sqrt(len(lq))
-    return math.exp(m), (math.exp(m - h), math.exp(m + h))
+from bench_stats import ratio_ci, steady  # the paired rounds' statistics
 def steps(name):
     return parity_rule.steps(out, name)
-def steady(recs):  # a run's step times, less the first step (it warms up)
-    return [x["ms"] for s, x in recs.items() if s > min(recs)]
 def hidden(name):  # rank 0, per step: (hidden share, collective time in flight) from
     # helix trace summarize: unions of task intervals, a collective from post to completion
     r = json.load(open(os.path.join(out, name + ".summary.json")))["ranks"][0]
