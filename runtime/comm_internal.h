@@ -137,11 +137,12 @@ void hx_nccl_end(struct hx_nccl_coll *c, int ok);
  * (end-dependency, handed to the engine, which polls until every submitted operation has
  * run).  A failed call is reported and makes the later ones no-ops. */
 struct hx_smpi_coll;
-enum hx_smpi_algo { HX_SMPI_TREE, HX_SMPI_RING };
+enum hx_smpi_algo { HX_SMPI_TREE, HX_SMPI_RING, HX_SMPI_HALVING };
 /* Restart the message numbering: the channels were (re)opened, on groups that may differ
  * from the last ones (the numbers must agree between the members of each group). */
 void hx_smpi_reset(void);
-/* The algorithm for @p bytes over @p p ranks: HX_SMPI_ALGO=ring|tree, else by size. */
+/* The algorithm for @p bytes over @p p ranks: HX_SMPI_ALGO=ring|tree|halving, else by size
+ * and p (runtime/comm_smpi.c). */
 enum hx_smpi_algo hx_smpi_algo_for(long bytes, int p);
 struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
                                    const struct hx_group **g);

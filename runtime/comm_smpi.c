@@ -15,12 +15,15 @@
  * with starpu_data_unregister_submit once the graph is submitted.
  *
  * Algorithms (p ranks, n elements, a latency alpha per message, beta per byte, gamma per
- * element reduced), chosen per tensor by size (HX_SMPI_ALGO=ring|tree overrides):
+ * element reduced), chosen per tensor by size (HX_SMPI_ALGO=ring|tree|halving overrides:
+ * halving, for a power of two of ranks, only when asked; hx_smpi_algo_for says why):
  *   ring (large n; bandwidth-optimal): reduce-scatter then all-gather over p chunks (ops.h's
  *     split rule), 2(p-1) steps each moving n/p:  2(p-1) alpha + 2 (p-1)/p n beta
  *     + (p-1)/p n gamma.  Chunk c is summed along the ring starting at group rank c:
  *     ((x_c + x_{c+1}) + x_{c+2}) + ..., then copied to every rank, so every rank ends with
  *     the same bits.
+ *   halving (large n, p a power of two): recursive halving then doubling, log2 p steps each
+ *     way moving n/2, n/4, ...:  2 log2 p alpha + 2 (p-1)/p n beta + (p-1)/p n gamma.
  *   tree (small n; latency-optimal): binomial reduce to group rank 0, then binomial
  *     broadcast, 2 ceil(log2 p) steps each moving n:  2 ceil(log2 p) (alpha + n beta)
  *     + ceil(log2 p) n gamma.  Rank r adds r + 1, r + 2, r + 4, ... in that order.
@@ -34,7 +37,7 @@
  * token makes it the same on every member); a send or receive counts the messages between
  * its pair of ranks in its direction on the channel, with step 255.  So no two messages
  * between a pair of ranks ever share a tag.
- * Test: tests/mpi/collectives.sh (every op, both algorithms forced, 2-4 ranks) and
+ * Test: tests/mpi/collectives.sh (every op, every algorithm forced, 2-4 ranks) and
  * tests/mpi/parity_smpi.sh (training on every kind of mesh). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -403,6 +406,67 @@ static void ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, in
     }
 }
 
+/* Recursive halving then recursive doubling (Rabenseifner's all-reduce), p a power of two.
+ * Reduce-scatter: at distance d = 1, 2, 4, ... rank me keeps the half of its chunk range
+ * that bit d of me selects, sends the other half to me ^ d and adds the half it receives
+ * (chunk by chunk, ops.h's split into p chunks); it ends with one chunk, fully summed.
+ * All-gather: the same exchanges backwards (d = p/2 .. 1), each rank sending what it holds
+ * and receiving its partner's half.  Why beside the ring: the largest exchange (n/2) is at
+ * distance 1, the smallest (n/p) at p/2, so with consecutive ranks per node the big ones stay
+ * inside a node: on 2+2 ranks each node sends n over the link (both phases), the ring 1.5 n
+ * (its two crossing edges carry 2(p-1)/p n each).  Cost: 2 log2 p alpha + 2 (p-1)/p n beta
+ * + (p-1)/p n gamma, as the ring's bandwidth with log2 p latencies.  Every sum's order is
+ * fixed by the algorithm: (x_a + x_a^1) + (x_a^2 + x_a^3) + ..., the same bits everywhere. */
+static void halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
+{
+    int p = c->g->size, me = c->g->rank;
+    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
+    for (int j = 0; j < p; j++) {
+        long cnt = hx_split_count(n, p, j);
+        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
+        chunk[j] = cnt > 0 ? vec(c, at, cnt) : NULL;
+    }
+    int lo = 0, hi = p, los[16], his[16], s = 0; /* my chunk range, before each halving */
+    for (int d = 1; d < p; d <<= 1, s++) {
+        int partner = me ^ d, mid = (lo + hi) / 2, low = (me & d) == 0;
+        int klo = low ? lo : mid, khi = low ? mid : hi; /* kept; the rest goes to partner */
+        for (int j = lo; j < hi; j++) {
+            if (chunk[j] == NULL) {
+                continue;
+            }
+            if (j < klo || j >= khi) {
+                send(c, chunk[j], partner, k, j);
+            } else {
+                starpu_data_handle_t tmp = vec(c, NULL, hx_split_count(n, p, j));
+                recv(c, tmp, partner, k, j);
+                reduce(c, chunk[j], tmp, op);
+                starpu_data_unregister_submit(tmp);
+            }
+        }
+        los[s] = lo, his[s] = hi, lo = klo, hi = khi;
+    }
+    for (int d = p >> 1; d >= 1; d >>= 1) { /* back up: my range, then my partner's too */
+        s--;
+        int partner = me ^ d;
+        for (int j = los[s]; j < his[s]; j++) {
+            if (chunk[j] == NULL) {
+                continue;
+            }
+            if (j >= lo && j < hi) {
+                send(c, chunk[j], partner, k, p + j);
+            } else {
+                recv(c, chunk[j], partner, k, p + j);
+            }
+        }
+        lo = los[s], hi = his[s];
+    }
+    for (int j = 0; j < p; j++) {
+        if (chunk[j] != NULL) {
+            starpu_data_unregister_submit(chunk[j]);
+        }
+    }
+}
+
 /* ---- the interface of comm_internal.h ---- */
 
 void hx_smpi_reset(void)
@@ -418,13 +482,21 @@ void hx_smpi_reset(void)
 enum hx_smpi_algo hx_smpi_algo_for(long bytes, int p)
 {
     const char *e = getenv("HX_SMPI_ALGO");
+    int pow2 = p > 0 && (p & (p - 1)) == 0;
     if (e != NULL && strcmp(e, "ring") == 0) {
         return HX_SMPI_RING;
     }
     if (e != NULL && strcmp(e, "tree") == 0) {
         return HX_SMPI_TREE;
     }
-    return bytes > SMPI_TREE_MAX_BYTES ? HX_SMPI_RING : HX_SMPI_TREE;
+    if (e != NULL && strcmp(e, "halving") == 0) { /* a power of two only: else the ring */
+        return pow2 ? HX_SMPI_HALVING : HX_SMPI_RING;
+    }
+    /* halving only when asked: on the bed's dp 4 (2+2 ranks, 1 Gbit/s) it put 1.0 n on the
+     * link against the ring's 1.5 n, yet its steps were slower (1.33x Open MPI's against the
+     * ring's 1.24x, 3 rounds each, bench/comm_backend.sh): the cores, not the link, bound
+     * those runs */
+    return bytes <= SMPI_TREE_MAX_BYTES ? HX_SMPI_TREE : HX_SMPI_RING;
 }
 
 struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
@@ -491,9 +563,14 @@ int hx_smpi_allreduce(struct hx_smpi_coll *c, void *buf, long n, int reduce)
     if (c->g->size == 1 || n == 0) {
         return HX_OK;
     }
-    if (hx_smpi_algo_for((long)((size_t)n * c->esize), c->g->size) == HX_SMPI_RING) {
+    switch (hx_smpi_algo_for((long)((size_t)n * c->esize), c->g->size)) {
+    case HX_SMPI_HALVING:
+        halving_allreduce(c, buf, n, reduce, k);
+        break;
+    case HX_SMPI_RING:
         ring_allreduce(c, buf, n, reduce, k);
-    } else {
+        break;
+    default:
         tree_allreduce(c, buf, n, reduce, k);
     }
     return c->failed ? HX_ERUNTIME : HX_OK;

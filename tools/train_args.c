@@ -122,7 +122,7 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("comm-backend", FLAG_STRING, &a->comm_backend, 0, 0,
       "who moves collective data: mpi (host memory; StarPU brings device tiles to RAM first), "
       "starpu-mpi (StarPU-MPI transfers and reduction tasks, ring or tree by size; "
-      "HX_SMPI_ALGO=ring|tree forces one) or nccl (the tiles' GPU copies, one GPU per rank; "
+      "HX_SMPI_ALGO=ring|tree|halving forces one) or nccl (the tiles' GPU copies, one GPU per rank; "
       "needs a CUDA-enabled StarPU); default nccl with --compute-on cuda, else mpi");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");

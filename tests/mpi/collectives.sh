@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # tests/mpi/collectives.sh: tests/mpi/collectives.c in a world of 1 (no mpirun: a singleton
 # MPI), 2, 3 and 4 ranks, on each backend: the MPI engine, and StarPU-MPI with each of its
-# algorithms forced (HX_SMPI_ALGO=tree, ring).  Each launch's TAP lines are renumbered into
+# algorithms forced (HX_SMPI_ALGO=tree, ring, and halving at 4 ranks).  Each launch's TAP lines are renumbered into
 # this one stream with an "np N, BACKEND:" prefix, then one more line per launch says it
 # exited 0 and ran its whole plan; the plan comes last.  Ranks get one worker each
 # (tests/mpi/lib.sh).
@@ -16,7 +16,8 @@ export HX_MPI_TIMEOUT
 n=0
 failed=0
 for launch in "1 mpi" "2 mpi" "3 mpi" "4 mpi" "2 starpu-mpi tree" "2 starpu-mpi ring" \
-    "3 starpu-mpi tree" "3 starpu-mpi ring" "4 starpu-mpi tree" "4 starpu-mpi ring"; do
+    "3 starpu-mpi tree" "3 starpu-mpi ring" "4 starpu-mpi tree" "4 starpu-mpi ring" \
+    "4 starpu-mpi halving"; do
     # shellcheck disable=SC2086  # a launch is a list of words
     set -- $launch
     np=$1
