@@ -30,31 +30,7 @@ for launch in "1 mpi" "2 mpi" "3 mpi" "4 mpi" "2 starpu-mpi tree" "2 starpu-mpi 
     else
         run hx_mpirun "$np" "$COLL"
     fi
-    planned=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$OUT" | head -n 1)
-    seen=0
-    while IFS= read -r line; do
-        case $line in
-        "ok "* | "not ok "*)
-            n=$((n + 1))
-            seen=$((seen + 1))
-            verdict=${line%% [0-9]*}
-            rest=${line#"$verdict" }
-            rest=${rest#*[0-9] }
-            rest=${rest#- }
-            [ "$verdict" = "not ok" ] && failed=$((failed + 1))
-            echo "$verdict $n - np $np, $how: $rest"
-            ;;
-        "#"*) echo "$line" ;;
-        esac
-    done <"$OUT"
-    n=$((n + 1))
-    if [ "$RC" -eq 0 ] && [ -n "$planned" ] && [ "$seen" -eq "$planned" ]; then
-        echo "ok $n - np $np, $how: the launch exits 0 after all $planned checks"
-    else
-        failed=$((failed + 1))
-        echo "not ok $n - np $np, $how: the launch exits $RC after $seen of ${planned:-?} checks"
-        grep -v '^\[starpu' "$ERR" | tail -n 20 | diag
-    fi
+    relay_launch "np $np, $how"
 done
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -11,6 +11,8 @@
 # mpirun: without them the whole test is skipped, saying which is missing.
 # shellcheck source=tests/cli/lib.sh
 . "$(dirname "$0")/../cli/lib.sh"
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
 NETBED=${HX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/scripts/netbed
 LANES=$HX_BUILDDIR/tests/mpi/lanes
 
@@ -38,33 +40,8 @@ for backend in mpi starpu-mpi; do
     export HX_COMM_BACKEND
     # netbed run: its own bed (namespaces hxnb<pid>), torn down on exit or on TERM
     run timeout -k 10 120 "$NETBED" run --rate 50mbit -- -np 4 "$LANES"
-    planned=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$OUT" | head -n 1)
-    seen=0
-    while IFS= read -r line; do
-        case $line in
-        "ok "* | "not ok "*)
-            n=$((n + 1))
-            seen=$((seen + 1))
-            verdict=${line%% [0-9]*}
-            rest=${line#"$verdict" }
-            rest=${rest#*[0-9] }
-            rest=${rest#- }
-            [ "$verdict" = "not ok" ] && failed=$((failed + 1))
-            echo "$verdict $n - $backend: $rest"
-            ;;
-        "#"*) echo "$line" ;;
-        esac
-    done <"$OUT"
     grep "^lanes: rank" "$ERR" | sort | diag
-    n=$((n + 1))
-    if [ "$RC" -eq 0 ] && [ -n "$planned" ] && [ "$seen" -eq "$planned" ]; then
-        echo "ok $n - $backend: the launch on netbed exits 0 after all $planned checks"
-    else
-        failed=$((failed + 1))
-        echo "not ok $n - $backend: the launch on netbed exits $RC after $seen of" \
-            "${planned:-?} checks"
-        grep -v '^\[starpu' "$ERR" | tail -n 20 | diag
-    fi
+    relay_launch "$backend, on netbed"
 done
 echo "1..$n"
 [ "$failed" -eq 0 ]

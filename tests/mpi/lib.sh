@@ -37,3 +37,35 @@ hx_mpirun() {
         -x STARPU_NCPU="${HX_MPI_NCPU:-1}" -x STARPU_WORKERS_NOBIND=1 \
         -x OMPI_MCA_mpi_yield_when_idle=1 ${STARPU_HOME:+-x STARPU_HOME} "$@" </dev/null
 }
+
+# relay_launch WHAT: a launch's TAP lines (the last run's $OUT) renumbered into this script's
+# stream, as "ok N - WHAT: ...", counting into $n and $failed, then one more line: the launch
+# exited 0 after its whole plan (else its stderr's last 20 lines as diagnostics).  For
+# scripts that run a TAP program several times and print the plan last ("1..$n").
+relay_launch() {
+    rl_planned=$(sed -n 's/^1\.\.\([0-9]*\).*/\1/p' "$OUT" | head -n 1)
+    rl_seen=0
+    while IFS= read -r line; do
+        case $line in
+        "ok "* | "not ok "*)
+            n=$((n + 1))
+            rl_seen=$((rl_seen + 1))
+            verdict=${line%% [0-9]*}
+            rest=${line#"$verdict" }
+            rest=${rest#*[0-9] }
+            rest=${rest#- }
+            [ "$verdict" = "not ok" ] && failed=$((failed + 1))
+            echo "$verdict $n - $1: $rest"
+            ;;
+        "#"*) echo "$line" ;;
+        esac
+    done <"$OUT"
+    n=$((n + 1))
+    if [ "$RC" -eq 0 ] && [ -n "$rl_planned" ] && [ "$rl_seen" -eq "$rl_planned" ]; then
+        echo "ok $n - $1: the launch exits 0 after all $rl_planned checks"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - $1: the launch exits $RC after $rl_seen of ${rl_planned:-?} checks"
+        grep -v '^\[starpu' "$ERR" | tail -n 20 | diag
+    fi
+}
