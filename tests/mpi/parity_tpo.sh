@@ -6,18 +6,22 @@
 # with tensor parallelism, and bitwise the same run under every policy and on both host
 # backends: the owner sums the partials in group-rank order, so neither arrival order nor the
 # backend that moved the bytes shows in a number.
-# 4 layers (--pipeline-fold with pp 2 cuts them into 2 x 2 chunks); micro-batches of 4
-# sequences in tiles of one (--tile-seqs 1), so each tp 2 rank owns two tiles (two rounds of
-# shifts per collective) and each tp 4 rank one.
+# The model of parity_smpi.sh: 4 layers (--pipeline-fold with pp 2 cuts them into 2 x 2
+# chunks), micro-batches of 2 sequences, so each tp 2 rank owns one tile of one sequence per
+# micro-batch.  Its envelope holds under every OpenBLAS kernel tried; one with micro-batches
+# of 4 left tp 2 at 0.81 of the tolerance under OPENBLAS_CORETYPE=Sandybridge (the envelope's
+# two orders happened to agree closely there).  More ranks and several tiles per rank:
+# tests/mpi/collectives.c (shifts at 1-4 ranks) and tests/graphs/tp_overlap.c (3 ranks, 2
+# groups of tiles).
 # shellcheck disable=SC2016,SC2034  # ok evals its single-quoted checks; parity_lib.sh reads PARITY_MODEL
 PARITY_MODEL="--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 32
- --micro-batch-size 4 --global-batch-size 16 --train-iters 20 --lr 2e-3 --lr-warmup-iters 5
+ --micro-batch-size 2 --global-batch-size 16 --train-iters 20 --lr 2e-3 --lr-warmup-iters 5
  --eval-interval 10 --eval-iters 2 --sample-tokens 16 --log-interval 5 --seed 7"
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/parity_lib.sh"
-plan 23
-TPO="--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap --tile-seqs 1"
+plan 20
+TPO="--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap"
 parity_reference
 # shellcheck disable=SC2086
 {
@@ -25,8 +29,6 @@ parity_reference
     parity_bitwise tpo-tp2-eager tpo-tp2 2 $TPO --sched eager
     parity_bitwise tpo-tp2-lws tpo-tp2 2 $TPO --sched lws
     parity_bitwise tpo-tp2-smpi tpo-tp2 2 $TPO --comm-backend starpu-mpi
-    parity_check_heavy tpo-tp4 4 --tensor-model-parallel-size 4 --sequence-parallel \
-        --tp-comm-overlap
     parity_check_heavy tpo-dp2xtp2 4 $TPO --ranks-per-node 2
     parity_check_heavy tpo-fold2xtp2-strands 4 $TPO --pipeline-model-parallel-size 2 \
         --pipeline-fold --strands --ranks-per-node 2 --sched hx-wavelet
