@@ -13,6 +13,8 @@
 #                        should not exceed the cores)
 #   STARPU_WORKERS_NOBIND=1  otherwise every rank binds its worker 0 to core 0
 #   OMPI_MCA_mpi_yield_when_idle=1  ranks waiting in MPI give their core away
+#   ASAN_OPTIONS         HX_MPI_ASAN_OPTIONS where a script set it (tests/device/lib.sh:
+#                        its own processes unwind fast, the ranks keep the slow unwinder)
 # stdin is /dev/null: under `timeout` mpirun is not in the terminal's foreground process
 # group, and reading the terminal to forward it to rank 0 would stop it (SIGTTIN).
 # --mca orte_tmpdir_base: each test's own directory ($TMP of tests/cli/lib.sh) for Open
@@ -35,7 +37,8 @@ hx_mpirun() {
         mpirun -np "$hx_np" --oversubscribe --bind-to none $hx_root ${HX_MPIRUN_FLAGS:-} \
         --mca orte_tmpdir_base "${TMP:-${TMPDIR:-/tmp}}" \
         -x STARPU_NCPU="${HX_MPI_NCPU:-1}" -x STARPU_WORKERS_NOBIND=1 \
-        -x OMPI_MCA_mpi_yield_when_idle=1 ${STARPU_HOME:+-x STARPU_HOME} "$@" </dev/null
+        -x OMPI_MCA_mpi_yield_when_idle=1 ${STARPU_HOME:+-x STARPU_HOME} \
+        ${HX_MPI_ASAN_OPTIONS:+-x ASAN_OPTIONS="$HX_MPI_ASAN_OPTIONS"} "$@" </dev/null
 }
 
 # relay_launch WHAT: a launch's TAP lines (the last run's $OUT) renumbered into this script's
