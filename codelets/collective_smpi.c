@@ -12,7 +12,10 @@
 HX_COLL_BACKEND(smpi)
 
 /* `struct starpu_codelet hx_cl_smpi_<cname>`: CPU only (the communication lane), its own perf
- * model (a StarPU-MPI collective does not cost what the MPI one does). */
+ * model (a StarPU-MPI collective does not cost what the MPI one does).  In StarPU's SimGrid
+ * mode (helix simulate) the body runs, in zero simulated time, where other codelets only
+ * take their model's: it is what submits the transfers and reduction tasks that SimGrid
+ * times (STARPU_CODELET_SIMGRID_EXECUTE; ignored by a StarPU without SimGrid). */
 #define HX_SMPI_CODELET(cname, sname, cpu)                                                    \
     HX_PERFMODEL(cname##_smpi_model, "hx_" sname "_smpi");                                    \
     struct starpu_codelet hx_cl_smpi_##cname = {                                              \
@@ -21,6 +24,7 @@ HX_COLL_BACKEND(smpi)
         .cpu_funcs_name = { #cpu },                                                           \
         .nbuffers = STARPU_VARIABLE_NBUFFERS,                                                 \
         .model = &cname##_smpi_model,                                                         \
+        .flags = STARPU_CODELET_SIMGRID_EXECUTE,                                              \
     }
 
 HX_SMPI_CODELET(allreduce, "allreduce", allreduce_smpi);

@@ -28,6 +28,7 @@
 #include "helix/error.h"
 #include "helix/graph.h"
 #include "helix/ops.h"
+#include "helix/runtime.h"
 #include "helix/tensor.h"
 #include "runtime/comm_internal.h"
 
@@ -145,6 +146,12 @@ const char *hx_comm_backend_name(enum hx_comm_backend b)
 int hx_comm_backend_usable(enum hx_comm_backend b, char *why, unsigned long cap)
 {
     why[0] = '\0';
+    if (hx_runtime_simulated() && b != HX_COMM_STARPU_MPI) {
+        snprintf(why, cap, "in a simulation, communication goes through StarPU-MPI only (SimGrid "
+                 "runs no MPI call of helix's own threads, nor NCCL): use --comm-backend "
+                 "starpu-mpi, the default there");
+        return HX_EUNSUPPORTED;
+    }
     if (b == HX_COMM_MPI || b == HX_COMM_STARPU_MPI) {
         return HX_OK;
     }
@@ -183,7 +190,7 @@ enum hx_comm_backend hx_comm_backend(void)
 static void free_comms(void)
 {
     for (int k = 0; k < HX_GROUP_COUNT; k++) {
-        if (comms[k] != MPI_COMM_NULL) {
+        if (comms[k] != MPI_COMM_NULL && comms[k] != MPI_COMM_WORLD) {
             MPI_Comm_free(&comms[k]);
         }
         comms[k] = MPI_COMM_NULL;
@@ -210,34 +217,12 @@ static int check_same_shape(const struct hx_mesh *m, MPI_Comm world)
     return HX_OK;
 }
 
-int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
+/* One communicator per channel kind, split from a duplicate of MPI_COMM_WORLD (StarPU-MPI's
+ * own traffic stays on MPI_COMM_WORLD), after checking every rank passed the same mesh. */
+static int open_mpi_channels(const struct hx_mesh *m, int rank, int size)
 {
-    int inited = 0, finalized = 0, size = 1, rank = 0, rc = MPI_SUCCESS, ret;
-    if (is_open) {
-        return HX_ERR(HX_EINVAL, "hx_comm_open called twice; call hx_comm_close first");
-    }
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
-    if (!inited || finalized) {
-        return HX_ERR(HX_EINVAL, "hx_comm_open without MPI: call hx_mpi_init first");
-    }
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    enum hx_comm_backend b = o != NULL ? o->backend : HX_COMM_MPI;
-    char why[512];
-    if ((ret = hx_comm_backend_usable(b, why, sizeof why)) != HX_OK) {
-        return HX_ERR(ret, "hx_comm_open with the %s backend: %s", hx_comm_backend_name(b),
-                      why);
-    }
-    if (m->world_size != size || m->world_rank != rank) {
-        return HX_ERR(HX_EINVAL, "hx_comm_open: the mesh is for rank %d of %d, but this process "
-                      "is rank %d of %d; build the mesh from hx_mpi_world_rank/size",
-                      m->world_rank, m->world_size, rank, size);
-    }
+    int rc = MPI_SUCCESS, ret;
     MPI_Comm base = MPI_COMM_NULL;
-    for (int k = 0; k < HX_GROUP_COUNT; k++) {
-        comms[k] = MPI_COMM_NULL;
-    }
     if (MPI_Comm_dup(MPI_COMM_WORLD, &base) != MPI_SUCCESS) {
         return HX_ERR(HX_ERUNTIME, "hx_comm_open: MPI_Comm_dup(MPI_COMM_WORLD) failed");
     }
@@ -263,13 +248,63 @@ int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
                       hx_group_name((enum hx_group_kind)k), csize, crank, g->size, g->rank);
         }
     }
-    if (base != MPI_COMM_NULL) {
-        MPI_Comm_free(&base);
-    }
+    MPI_Comm_free(&base);
     if (rc != MPI_SUCCESS) {
         free_comms();
         return HX_ERR(HX_ERUNTIME, "hx_comm_open: creating the channel communicators of a "
                       "world of %d ranks failed (MPI error %d)", size, rc);
+    }
+    return HX_OK;
+}
+
+/* The simulation flavour's channels: no communicator of helix's own (SMPI runs no MPI call
+ * of ours, design/simulation.md), so every channel names MPI_COMM_WORLD, where StarPU-MPI's
+ * transfers go anyway (runtime/comm_smpi.c: world ranks, tags that carry the channel); the
+ * mesh's groups say who is in which.  Every simulated rank took the same argv: one shape. */
+static int open_simulated_channels(void)
+{
+    for (int k = 0; k < HX_GROUP_COUNT; k++) {
+        comms[k] = MPI_COMM_WORLD;
+    }
+    return HX_OK;
+}
+
+int hx_comm_open(const struct hx_mesh *m, const struct hx_comm_opts *o)
+{
+    int inited = 0, finalized = 0, size = 1, rank = 0, ret;
+    if (is_open) {
+        return HX_ERR(HX_EINVAL, "hx_comm_open called twice; call hx_comm_close first");
+    }
+    if (hx_runtime_simulated()) {
+        inited = 1, size = hx_mpi_world_size(), rank = hx_mpi_world_rank();
+    } else {
+        MPI_Initialized(&inited);
+        MPI_Finalized(&finalized);
+    }
+    if (!inited || finalized) {
+        return HX_ERR(HX_EINVAL, "hx_comm_open without MPI: call hx_mpi_init first");
+    }
+    if (!hx_runtime_simulated()) {
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    }
+    enum hx_comm_backend b = o != NULL ? o->backend : HX_COMM_MPI;
+    char why[512];
+    if ((ret = hx_comm_backend_usable(b, why, sizeof why)) != HX_OK) {
+        return HX_ERR(ret, "hx_comm_open with the %s backend: %s", hx_comm_backend_name(b),
+                      why);
+    }
+    if (m->world_size != size || m->world_rank != rank) {
+        return HX_ERR(HX_EINVAL, "hx_comm_open: the mesh is for rank %d of %d, but this process "
+                      "is rank %d of %d; build the mesh from hx_mpi_world_rank/size",
+                      m->world_rank, m->world_size, rank, size);
+    }
+    for (int k = 0; k < HX_GROUP_COUNT; k++) {
+        comms[k] = MPI_COMM_NULL;
+    }
+    ret = hx_runtime_simulated() ? open_simulated_channels() : open_mpi_channels(m, rank, size);
+    if (ret != HX_OK) {
+        return ret;
     }
 #if HX_HAVE_CUDA
     if (b == HX_COMM_NCCL && (ret = hx_nccl_open(comms, m)) != HX_OK) {
@@ -327,7 +362,10 @@ void hx_comm_get_stats(struct hx_comm_stats *s)
     hx_comm_engine_stats(s);
 }
 
-/* ---- host helpers ---- */
+/* ---- host helpers ----
+ * In the simulation flavour they move nothing and return HX_OK: what they carry is data no
+ * kernel computed there (the initial parameters, checkpoint state) or the per-step stop
+ * agreement of a real run (signals, lost output), and SMPI runs no MPI call of ours. */
 
 /* The channel of a host call: 1 = MPI on *comm, 0 = a group of one rank (run locally), or a
  * negative status (reported). */
@@ -379,6 +417,9 @@ static int int_count(long n, const char *op, enum hx_group_kind ch)
 
 int hx_comm_host_allreduce(enum hx_group_kind ch, void *buf, long count, int dtype, int reduce)
 {
+    if (hx_runtime_simulated()) {
+        return HX_OK;
+    }
     MPI_Comm comm;
     const struct hx_group *g;
     struct hx_coll_req r;
@@ -402,6 +443,9 @@ int hx_comm_host_allreduce(enum hx_group_kind ch, void *buf, long count, int dty
 
 int hx_comm_host_bcast(enum hx_group_kind ch, void *buf, long bytes, int root)
 {
+    if (hx_runtime_simulated()) {
+        return HX_OK;
+    }
     MPI_Comm comm;
     const struct hx_group *g;
     struct hx_coll_req r;
@@ -425,6 +469,9 @@ int hx_comm_host_bcast(enum hx_group_kind ch, void *buf, long bytes, int root)
 int hx_comm_host_allgatherv(enum hx_group_kind ch, const void *send, long send_bytes,
                             void *recv, const long *recv_bytes)
 {
+    if (hx_runtime_simulated()) {
+        return HX_OK;
+    }
     MPI_Comm comm;
     const struct hx_group *g;
     struct hx_coll_req r;
@@ -471,6 +518,9 @@ int hx_comm_host_allgatherv(enum hx_group_kind ch, const void *send, long send_b
 
 int hx_comm_host_barrier(enum hx_group_kind ch)
 {
+    if (hx_runtime_simulated()) {
+        return HX_OK;
+    }
     MPI_Comm comm;
     const struct hx_group *g;
     struct hx_coll_req r;

@@ -60,7 +60,6 @@
  * notices; the list of pending requests it prints is the engine's, under its lock.
  * Test: tests/mpi/collectives.c, tests/mpi/watchdog.sh; the lanes: tests/mpi/lanes.sh. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +71,7 @@
 
 #include "helix/error.h"
 #include "helix/graph.h"
+#include "helix/runtime.h"
 #include "runtime/comm_internal.h"
 
 #define POLL_MIN_US 20
@@ -82,9 +82,10 @@
 /* One lane: its progress thread and the requests it owns. */
 struct lane {
     /* under E.lock */
-    pthread_cond_t wake;            /* to the thread: new request, or stop */
+    starpu_pthread_cond_t wake;     /* to the thread: new request, a kick, or stop */
+    long kicks;                     /* hx_comm_engine_kick calls: a polled request may be done */
     struct hx_coll_req *incoming;   /* posted, not yet adopted by the thread */
-    pthread_t thread;
+    starpu_pthread_t thread;
     int started;
     long collectives;               /* stats of this lane */
     double bytes;
@@ -98,8 +99,8 @@ struct lane {
 };
 
 static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t finished;        /* to host waiters and drain */
+    starpu_pthread_mutex_t lock;
+    starpu_pthread_cond_t finished;        /* to host waiters and drain */
     struct hx_coll_req *waiting;    /* every posted, unfinished request (the watchdog's list) */
     int pending;                    /* how many */
     double last_progress;           /* a completion on any lane, or pending went 0 -> 1 */
@@ -108,16 +109,16 @@ static struct {
     long collectives;               /* stats, totals over the lanes */
     double bytes, busy_s;
     struct lane lane[NLANES];
-} E = { .lock = PTHREAD_MUTEX_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER,
-        .lane = { { .wake = PTHREAD_COND_INITIALIZER }, { .wake = PTHREAD_COND_INITIALIZER } } };
+} E = { .lock = STARPU_PTHREAD_MUTEX_INITIALIZER,
+        .finished = STARPU_PTHREAD_COND_INITIALIZER,
+        .lane = { { .wake = STARPU_PTHREAD_COND_INITIALIZER },
+                  { .wake = STARPU_PTHREAD_COND_INITIALIZER } } };
 
 static long started_count;          /* atomic */
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return hx_clock_ms() / 1e3; /* (simulated time in the simulation flavour) */
 }
 
 static const char *lane_words(int lane)
@@ -151,17 +152,26 @@ static void enqueue_locked(struct hx_coll_req *r)
     if (E.pending++ == 0) {
         E.last_progress = r->t_post; /* the watchdog's clock starts with the first wait */
     }
-    pthread_cond_signal(&L->wake);
+    starpu_pthread_cond_signal(&L->wake);
+}
+
+void hx_comm_engine_kick(int lane)
+{
+    starpu_pthread_mutex_lock(&E.lock);
+    struct lane *L = &E.lane[lane_index(lane)];
+    L->kicks++;
+    starpu_pthread_cond_signal(&L->wake);
+    starpu_pthread_mutex_unlock(&E.lock);
 }
 
 void hx_comm_post(struct hx_coll_req *r)
 {
     r->lane = hx_comm_lane(r->channel);
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     HX_ASSERT(E.running, "%s on channel %d posted while the engine is stopped", r->op,
               r->channel);
     enqueue_locked(r);
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
 }
 
 int hx_comm_wait_host(struct hx_coll_req *r)
@@ -171,15 +181,15 @@ int hx_comm_wait_host(struct hx_coll_req *r)
     r->finished = 0;
     r->status = HX_OK;
     r->lane = hx_comm_lane(r->channel);
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     HX_ASSERT(E.running, "host %s on channel %d while the engine is stopped", r->op,
               r->channel);
     enqueue_locked(r);
     while (!r->finished) {
-        pthread_cond_wait(&E.finished, &E.lock);
+        starpu_pthread_cond_wait(&E.finished, &E.lock);
     }
     int status = r->status;
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     return status;
 }
 
@@ -196,9 +206,9 @@ static void count_locked(int lane, double bytes)
 void hx_comm_local_done(const struct hx_coll_req *r)
 {
     int lane = hx_comm_lane(r->channel);
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     count_locked(lane, r->bytes);
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
 }
 
 /* Move @p L's incoming requests into its tested set; called with the lock held. */
@@ -238,7 +248,7 @@ static void finish(struct lane *L, int i, const MPI_Status *st, int ok)
     }
     L->r[i] = NULL;
     L->req[i] = MPI_REQUEST_NULL;
-    pthread_mutex_lock(&E.lock); /* off the watchdog's list before done() frees r */
+    starpu_pthread_mutex_lock(&E.lock); /* off the watchdog's list before done() frees r */
     if (r->wprev != NULL) {
         r->wprev->wnext = r->wnext;
     } else {
@@ -247,11 +257,11 @@ static void finish(struct lane *L, int i, const MPI_Status *st, int ok)
     if (r->wnext != NULL) {
         r->wnext->wprev = r->wprev;
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     if (r->done != NULL) {
         r->done(r, st, ok); /* frees r */
     }
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     E.last_progress = now_s();
     if (task != NULL) { /* the stats count tasks; host calls are not part of a step */
         count_locked(lane, bytes);
@@ -261,9 +271,9 @@ static void finish(struct lane *L, int i, const MPI_Status *st, int ok)
         r->finished = 1; /* the host may return (and free r) once we unlock */
     }
     if (--E.pending == 0 || task == NULL) {
-        pthread_cond_broadcast(&E.finished);
+        starpu_pthread_cond_broadcast(&E.finished);
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     if (task != NULL) {
         starpu_task_end_dep_release(task);
     }
@@ -284,7 +294,9 @@ static void finish_mpi(struct lane *L, int i, const MPI_Status *st, int rc)
 static int test_all(struct lane *L)
 {
     int out = 0, done = 0;
-    int rc = MPI_Testsome(L->n, L->req, &out, L->idx, L->st);
+    /* (a simulation holds no MPI request: SMPI runs no MPI call of ours) */
+    int rc = hx_runtime_simulated() ? MPI_SUCCESS
+                                    : MPI_Testsome(L->n, L->req, &out, L->idx, L->st);
     if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) {
         if (out == MPI_UNDEFINED) {
             out = 0;
@@ -356,7 +368,7 @@ static void *progress_main(void *arg)
 {
     struct lane *L = arg;
     long poll_us = POLL_MIN_US;
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     for (;;) {
         if (L->incoming != NULL) {
             adopt_locked(L);
@@ -367,12 +379,13 @@ static void *progress_main(void *arg)
             if (E.stop) {
                 break;
             }
-            pthread_cond_wait(&L->wake, &E.lock);
+            starpu_pthread_cond_wait(&L->wake, &E.lock);
             continue;
         }
-        pthread_mutex_unlock(&E.lock);
+        long kicks = L->kicks;
+        starpu_pthread_mutex_unlock(&E.lock);
         int done = test_all(L);
-        pthread_mutex_lock(&E.lock);
+        starpu_pthread_mutex_lock(&E.lock);
         if (done > 0) {
             poll_us = POLL_MIN_US;
             L->last_event = now_s();
@@ -382,7 +395,16 @@ static void *progress_main(void *arg)
         if (E.timeout > 0 && idle > E.timeout) {
             watchdog_fire_locked(idle);
         }
-        pthread_mutex_unlock(&E.lock);
+        if (hx_runtime_simulated()) {
+            /* SimGrid runs an actor until it blocks, so polling would spin in zero
+             * simulated time: sleep until a request of ours may have finished (its last
+             * StarPU-MPI transfer or reduction task kicks this lane), or a new one comes */
+            if (L->kicks == kicks && L->incoming == NULL) {
+                starpu_pthread_cond_wait(&L->wake, &E.lock);
+            }
+            continue;
+        }
+        starpu_pthread_mutex_unlock(&E.lock);
         if (t - L->last_event < SPIN_US * 1e-6) {
             sched_yield();
         } else {
@@ -390,9 +412,9 @@ static void *progress_main(void *arg)
             nanosleep(&ts, NULL);
             poll_us = poll_us * 2 > POLL_MAX_US ? POLL_MAX_US : poll_us * 2;
         }
-        pthread_mutex_lock(&E.lock);
+        starpu_pthread_mutex_lock(&E.lock);
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     return NULL;
 }
 
@@ -412,15 +434,15 @@ static void free_lane(struct lane *L)
 /* Stop and join every started lane thread; called without the lock. */
 static void join_lanes(void)
 {
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     E.stop = 1;
     for (int k = 0; k < NLANES; k++) {
-        pthread_cond_signal(&E.lane[k].wake);
+        starpu_pthread_cond_signal(&E.lane[k].wake);
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     for (int k = 0; k < NLANES; k++) {
         if (E.lane[k].started) {
-            pthread_join(E.lane[k].thread, NULL);
+            starpu_pthread_join(E.lane[k].thread, NULL);
             E.lane[k].started = 0;
         }
         free_lane(&E.lane[k]);
@@ -430,7 +452,7 @@ static void join_lanes(void)
 int hx_comm_engine_start(double timeout)
 {
     const char *one = getenv("HX_COMM_ONE_LANE");
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     HX_ASSERT(!E.running, "the collective engine is already running");
     E.timeout = timeout;
     E.stop = 0;
@@ -442,14 +464,14 @@ int hx_comm_engine_start(double timeout)
         struct lane *L = &E.lane[k];
         L->incoming = NULL;
         L->last_event = 0;
-        rc = pthread_create(&L->thread, NULL, progress_main, L);
+        rc = starpu_pthread_create(&L->thread, NULL, progress_main, L);
         L->started = rc == 0;
         if (rc != 0) {
             break;
         }
     }
     E.running = rc == 0;
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     if (rc != 0) {
         join_lanes();
         return HX_ERR(HX_ERUNTIME, "cannot start the collective progress thread of the %s "
@@ -462,38 +484,38 @@ int hx_comm_engine_start(double timeout)
 
 void hx_comm_engine_drain(void)
 {
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     while (E.pending > 0) {
-        pthread_cond_wait(&E.finished, &E.lock);
+        starpu_pthread_cond_wait(&E.finished, &E.lock);
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
 }
 
 void hx_comm_engine_stop(void)
 {
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     if (!E.running) {
-        pthread_mutex_unlock(&E.lock);
+        starpu_pthread_mutex_unlock(&E.lock);
         return;
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     join_lanes();
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     E.running = 0;
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
 }
 
 double hx_comm_timeout(void)
 {
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     double t = E.running ? E.timeout : 0;
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
     return t > 0 ? t : 0;
 }
 
 void hx_comm_engine_stats(struct hx_comm_stats *s)
 {
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     s->collectives = E.collectives;
     s->bytes = E.bytes;
     s->busy_s = E.busy_s;
@@ -501,12 +523,12 @@ void hx_comm_engine_stats(struct hx_comm_stats *s)
         s->lane_collectives[k] = E.lane[k].collectives;
         s->lane_bytes[k] = E.lane[k].bytes;
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
 }
 
 void hx_comm_engine_reset_stats(void)
 {
-    pthread_mutex_lock(&E.lock);
+    starpu_pthread_mutex_lock(&E.lock);
     E.collectives = 0;
     E.bytes = 0;
     E.busy_s = 0;
@@ -514,5 +536,5 @@ void hx_comm_engine_reset_stats(void)
         E.lane[k].collectives = 0;
         E.lane[k].bytes = 0;
     }
-    pthread_mutex_unlock(&E.lock);
+    starpu_pthread_mutex_unlock(&E.lock);
 }

@@ -79,6 +79,9 @@ void hx_comm_engine_stop(void);
 long hx_comm_count_start(void);
 /* Hand a posted request to the progress thread of its channel's lane. */
 void hx_comm_post(struct hx_coll_req *r);
+/* A polled request on @p lane (enum hx_lane) may have finished: test the lane now.  From
+ * any thread; the simulation flavour's lanes sleep until one (runtime/comm_engine.c). */
+void hx_comm_engine_kick(int lane);
 /* Post a host request and wait for it; @return HX_OK or HX_ERUNTIME (reported). */
 int hx_comm_wait_host(struct hx_coll_req *r);
 /* Count a collective that finished without MPI (a group of one rank): its r->bytes on its

@@ -118,11 +118,21 @@ static void acc_cpu(void *buffers[], void *cl_arg)
     }
 }
 
+/* History models, as every codelet of helix has: they are what a simulation (helix simulate)
+ * charges these tasks, calibrated by real runs like the others. */
+static struct starpu_perfmodel acc_model = { .type = STARPU_HISTORY_BASED,
+                                             .symbol = "hx_smpi_reduce" };
+static struct starpu_perfmodel copy_in_model = { .type = STARPU_HISTORY_BASED,
+                                                 .symbol = "hx_smpi_copy_in" };
+static struct starpu_perfmodel copy_out_model = { .type = STARPU_HISTORY_BASED,
+                                                  .symbol = "hx_smpi_copy_out" };
+
 static struct starpu_codelet acc_cl = {
     .cpu_funcs = { acc_cpu },
     .nbuffers = 2,
     .modes = { STARPU_RW, STARPU_R },
     .name = "smpi_reduce",
+    .model = &acc_model,
 };
 
 /* ---- copies between a task's tile (a pointer the collective's task holds) and scratch ----
@@ -173,6 +183,7 @@ static struct starpu_codelet copy_in_cl = {
     .nbuffers = 1,
     .modes = { STARPU_W },
     .name = "smpi_copy_in",
+    .model = &copy_in_model,
 };
 
 static struct starpu_codelet copy_out_cl = {
@@ -180,6 +191,7 @@ static struct starpu_codelet copy_out_cl = {
     .nbuffers = 1,
     .modes = { STARPU_R },
     .name = "smpi_copy_out",
+    .model = &copy_out_model,
 };
 
 /* ---- bookkeeping ---- */
@@ -187,7 +199,10 @@ static struct starpu_codelet copy_out_cl = {
 static void one_done(void *arg)
 {
     struct hx_smpi_coll *c = arg;
-    __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELEASE);
+    int lane = c->r.lane; /* (read first: once pending is 0 the engine may free c) */
+    if (__atomic_sub_fetch(&c->pending, 1, __ATOMIC_RELEASE) == 0) {
+        hx_comm_engine_kick(lane);
+    }
 }
 
 static int poll_done(struct hx_coll_req *r)

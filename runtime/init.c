@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 #include <starpu.h>
@@ -30,6 +31,26 @@ static char sched_name[64];
 void hx_runtime_opts_init(struct hx_runtime_opts *o)
 {
     memset(o, 0, sizeof *o);
+}
+
+int hx_runtime_simulated(void)
+{
+#ifdef HX_SIMULATION
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+double hx_clock_ms(void)
+{
+#ifdef HX_SIMULATION
+    return starpu_timing_now() / 1e3; /* SimGrid's clock, in microseconds */
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+#endif
 }
 
 int hx_ncores(void)
@@ -131,8 +152,10 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
         starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
     }
     if (o->mpi) {
-        int inited = 0;
-        MPI_Initialized(&inited);
+        int inited = hx_runtime_simulated(); /* (StarPU-MPI's actor did it: runtime/mpi.c) */
+        if (!inited) {
+            MPI_Initialized(&inited);
+        }
         if (!inited) {
             return HX_ERR(HX_EINVAL, "hx_runtime_init with opts.mpi = 1 before MPI is up: "
                           "call hx_mpi_init first");

@@ -15,8 +15,80 @@
 #include "helix/comm.h"
 #include "helix/error.h"
 
-static int started;              /* MPI_Init_thread was ours, so MPI_Finalize is ours too */
+#ifdef HX_SIMULATION
+#include <starpu_mpi.h>
+#endif
+
 static int world_rank, world_size = 1;
+
+int hx_mpi_world_size(void)
+{
+    return world_size;
+}
+
+int hx_mpi_world_rank(void)
+{
+    return world_rank;
+}
+
+int hx_mpi_local_size(void)
+{
+    const char *e = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int n = e != NULL ? atoi(e) : 0;
+    return n > 0 ? n : 0;
+}
+
+#ifdef HX_SIMULATION
+/* The simulation flavour (sim/sim_config.h): SimGrid's MPI (SMPI) makes only StarPU-MPI's
+ * own actor an MPI process; MPI called from helix's threads fails or deadlocks
+ * (design/simulation.md).  StarPU-MPI initialised MPI before main started and knows the
+ * rank and the world; it finalises MPI too.  Every simulated rank runs in this one process
+ * from the same argv (starpu_smpirun gives it to all), so the ranks' settings agree by
+ * construction; a verdict is each rank's own, and a rank that refuses its input ends the
+ * whole simulation (tools/helix.c). */
+int hx_mpi_init(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    starpu_mpi_comm_rank(MPI_COMM_WORLD, &world_rank);
+    starpu_mpi_comm_size(MPI_COMM_WORLD, &world_size);
+    hx_error_set_rank(world_rank, world_size);
+    return HX_OK;
+}
+
+void hx_mpi_finalize(void)
+{
+    if (hx_comm_is_open()) {
+        hx_comm_close();
+    }
+}
+
+void hx_mpi_abort(int status)
+{
+    fflush(stdout);
+    fflush(stderr);
+    exit(status); /* one process holds every simulated rank: this ends them all */
+}
+
+int hx_mpi_max_int(int value)
+{
+    return value;
+}
+
+int hx_mpi_bcast_text(char *text, unsigned long cap)
+{
+    (void)text, (void)cap;
+    return HX_OK;
+}
+
+int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long cap)
+{
+    if (flag && cap > 0) {
+        snprintf(out, cap, "%s", text);
+    }
+    return flag ? world_rank : -1;
+}
+#else
+static int started;              /* MPI_Init_thread was ours, so MPI_Finalize is ours too */
 
 static const char *level_name(int level)
 {
@@ -84,23 +156,6 @@ void hx_mpi_finalize(void)
         MPI_Finalize();
     }
     started = 0;
-}
-
-int hx_mpi_world_size(void)
-{
-    return world_size;
-}
-
-int hx_mpi_world_rank(void)
-{
-    return world_rank;
-}
-
-int hx_mpi_local_size(void)
-{
-    const char *e = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    int n = e != NULL ? atoi(e) : 0;
-    return n > 0 ? n : 0;
 }
 
 void hx_mpi_abort(int status)
@@ -186,3 +241,4 @@ int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long ca
     }
     return first;
 }
+#endif /* HX_SIMULATION */

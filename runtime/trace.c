@@ -33,10 +33,13 @@
 #include <unistd.h>
 
 #include <starpu.h>
+#include <starpu_mpi.h>
 
+#include "helix/comm.h"
 #include "helix/error.h"
 #include "helix/graph.h"
 #include "helix/mesh.h"
+#include "helix/runtime.h"
 #include "helix/trace.h"
 
 struct event {
@@ -329,17 +332,74 @@ static int gather_text(MPI_Comm comm, const char *mine, size_t len, char **all, 
     return ret;
 }
 
+/* gather_text for the simulation flavour, where SMPI runs no MPI call of ours: StarPU-MPI's
+ * blocking point-to-point on registered buffers (StarPU is still up), each rank's length
+ * then its text, to rank 0 in rank order.  One simulated clock: no shift to measure. */
+#define SIM_TRACE_TAG ((starpu_mpi_tag_t)0x7f << 56) /* above every channel's (comm_smpi.c) */
+static int gather_text_simulated(int rank, int size, const char *mine, size_t len, char **all,
+                                 size_t *total)
+{
+    starpu_data_handle_t h;
+    long n = (long)len;
+    *all = NULL;
+    *total = 0;
+    if (rank != 0) {
+        starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)&n, sizeof n);
+        starpu_mpi_send(h, 0, SIM_TRACE_TAG, MPI_COMM_WORLD);
+        starpu_data_unregister(h);
+        if (n > 0) {
+            starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)mine, (uint32_t)n, 1);
+            starpu_mpi_send(h, 0, SIM_TRACE_TAG + 1, MPI_COMM_WORLD);
+            starpu_data_unregister(h);
+        }
+        return HX_OK;
+    }
+    size_t cap = len + 1;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        return HX_ERR(HX_ENOMEM, "the merged trace: %zu bytes", cap);
+    }
+    memcpy(buf, mine, len);
+    size_t at = len;
+    for (int r = 1; r < size; r++) {
+        MPI_Status st;
+        starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)&n, sizeof n);
+        starpu_mpi_recv(h, r, SIM_TRACE_TAG, MPI_COMM_WORLD, &st);
+        starpu_data_unregister(h);
+        char *grown = n > 0 ? realloc(buf, at + (size_t)n + 1) : buf;
+        if (grown == NULL) { /* (rank r's send is left waiting: the error ends the simulation) */
+            free(buf);
+            return HX_ERR(HX_ENOMEM, "the merged trace of %d ranks: %zu bytes", size,
+                          at + (size_t)n + 1);
+        }
+        buf = grown;
+        if (n > 0) {
+            starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)(buf + at), (uint32_t)n, 1);
+            starpu_mpi_recv(h, r, SIM_TRACE_TAG + 1, MPI_COMM_WORLD, &st);
+            starpu_data_unregister(h);
+            at += (size_t)n;
+        }
+    }
+    *all = buf;
+    *total = at;
+    return HX_OK;
+}
+
 int hx_trace_write(const char *path)
 {
     int inited = 0, size = 1, rank = 0;
-    MPI_Initialized(&inited);
+    if (hx_runtime_simulated()) {
+        size = hx_mpi_world_size(), rank = hx_mpi_world_rank();
+    } else {
+        MPI_Initialized(&inited);
+    }
     MPI_Comm comm = MPI_COMM_NULL;
     if (inited) {
         MPI_Comm_dup(MPI_COMM_WORLD, &comm); /* our own: never matches a user message */
         MPI_Comm_size(comm, &size);
         MPI_Comm_rank(comm, &rank);
     }
-    double clock_error = 0.0, shift = size > 1 ? clock_shift(comm, &clock_error) : 0.0;
+    double clock_error = 0.0, shift = size > 1 && inited ? clock_shift(comm, &clock_error) : 0.0;
     char *mine = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&mine, &len);
@@ -354,7 +414,10 @@ int hx_trace_write(const char *path)
     }
     char *all = mine;
     size_t total = len;
-    if (size > 1) {
+    if (size > 1 && !inited) {
+        int g = gather_text_simulated(rank, size, mine ? mine : "", mine ? len : 0, &all, &total);
+        ret = ret == HX_OK ? g : ret;
+    } else if (size > 1) {
         int g = gather_text(comm, mine ? mine : "", mine ? len : 0, &all, &total);
         ret = ret == HX_OK ? g : ret;
         MPI_Comm_free(&comm);

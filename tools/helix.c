@@ -3,10 +3,16 @@
  * Exit codes: 0 success, 1 runtime failure (output that could not be written included),
  * 2 usage error (bad flag, value or input). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helix/helix.h"
 #include "tools/tools.h"
+#ifdef HX_SIMULATION
+/* main becomes starpu_main: StarPU's own main starts SimGrid's MPI, lets StarPU-MPI's actor
+ * initialise it, and runs ours in an actor of its own (design/simulation.md) */
+#include <starpu_simgrid_wrap.h>
+#endif
 
 static void usage(FILE *f)
 {
@@ -22,6 +28,9 @@ static void usage(FILE *f)
                "(helix plan-strands --help)\n"
                "  trace     summarize a --trace file (hidden and exposed communication, Flux's\n"
                "            overlap efficiency, bubble) or draw it as SVG (helix trace --help)\n"
+               "  simulate  train on a simulated machine (GPU clusters) through StarPU's SimGrid\n"
+               "            mode: step time, exposed communication, bubble\n"
+               "            (helix simulate --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -52,6 +61,9 @@ static int run(int argc, char **argv)
     if (strcmp(argv[1], "trace") == 0) {
         return cmd_trace(argc, argv);
     }
+    if (strcmp(argv[1], "simulate") == 0) {
+        return cmd_simulate(argc, argv);
+    }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);
         return 0;
@@ -64,5 +76,10 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     /* every subcommand's stdout: output that did not reach its file is a failure (exit 1) */
-    return tools_close_stdout(run(argc, argv));
+    int status = tools_close_stdout(run(argc, argv));
+    if (status != 0 && hx_runtime_simulated()) {
+        fflush(stderr);
+        exit(status); /* every simulated rank lives in this process: a failure ends them all */
+    }
+    return status;
 }

@@ -16,6 +16,7 @@
 
 #include "helix/comm.h"
 #include "helix/error.h"
+#include "helix/runtime.h"
 #include "helix/sched.h"
 #include "tools/tools.h"
 
@@ -24,12 +25,14 @@ static char muted[1024];  /* the line it caught: its first error, else its first
 
 int tools_launched_by_mpirun(void)
 {
-    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMIX_RANK") != NULL;
+    /* the simulation flavour always runs under starpu_smpirun, one rank or many */
+    return hx_runtime_simulated() || getenv("OMPI_COMM_WORLD_SIZE") != NULL ||
+           getenv("PMIX_RANK") != NULL;
 }
 
 int tools_mute_stderr(int rank)
 {
-    if (rank == 0) {
+    if (rank == 0 || hx_runtime_simulated()) { /* (simulated ranks share one process's fd 2) */
         return -1;
     }
     fflush(stderr);
@@ -170,6 +173,9 @@ static void report_difference(const char *zero, const char *other, int who)
 int tools_agree_settings(int rank, const char *text)
 {
     enum { CAP = 1 << 16 };
+    if (hx_runtime_simulated()) {
+        return 0; /* starpu_smpirun gives every simulated rank the same argv (runtime/mpi.c) */
+    }
     char *zero = malloc(CAP), *other = malloc(CAP);
     int ok = zero != NULL && other != NULL ? 1 : 0;
     if (hx_mpi_max_int(!ok) != 0) {

@@ -38,17 +38,11 @@ static const char *signal_name(int sig)
     return sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM";
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 struct run {
     struct train_input in;            /* the settings, data, checkpoint info and plan */
     struct hx_mesh mesh;              /* this rank's place in the job (serial: 1 x 1 x 1) */
     int mpi;                          /* launched by mpirun: MPI and StarPU-MPI are up */
+    int quiet;                        /* not rank 0: says nothing on stdout */
     hx_gpt_t model;
     struct progress *progress;
     int runtime_up;
@@ -66,12 +60,18 @@ static int agreed_stop(struct run *r)
     /* lost output (stdout, --log-json: rank 0's) stops every rank the same way */
     int v[2] = { (int)stop_signal, progress_failed(r->progress, r->output_error,
                                                    sizeof r->output_error) != 0 };
-    if (r->mesh.world_size > 1) {
+    if (r->mesh.world_size > 1) { /* (a no-op in a simulation: runtime/comm.c) */
         hx_comm_host_allreduce(HX_GROUP_WORLD, v, 2, HX_I32, HX_MAX);
     }
     r->output_failed = v[1];
     r->stop = v[0]; /* (not into stop_signal: one arriving meanwhile would be lost) */
     return v[0] != 0 || v[1] != 0;
+}
+
+/* Validation needs validation tokens, and losses: a simulation computes none. */
+static int validating(const struct run *r)
+{
+    return r->in.val.ntokens > 0 && !hx_runtime_simulated();
 }
 
 static int evaluate(struct run *r, int step, double *val_loss)
@@ -177,13 +177,13 @@ static int train(struct run *r)
         printf("helix train: the checkpoint is at step %lld, --train-iters is %d: nothing to "
                "train\n", (long long)first, a->iters);
     }
-    if (ret == HX_OK && first == 0 && r->in.val.ntokens > 0) {
+    if (ret == HX_OK && first == 0 && validating(r)) {
         ret = evaluate(r, -1, &val); /* the starting point the later validation losses beat */
     }
     for (; ret == HX_OK && step < a->iters && !agreed_stop(r); step++) {
         struct hx_step_result res;
         hx_data_next_batch(&r->in.train, a->global_batch, a->seq_len, tok, tgt);
-        double t0 = now_ms();
+        double t0 = hx_clock_ms();
         ret = hx_gpt_set_batch(r->model, tok, tgt);
         hx_trace_set_step((int)step);
         ret = ret == HX_OK ? hx_gpt_step(r->model, (int)step, &res) : ret;
@@ -203,10 +203,10 @@ static int train(struct run *r)
         if (ret != HX_OK) {
             break;
         }
-        progress_step(r->progress, (int)step, res.loss, res.lr, res.grad_norm, now_ms() - t0);
+        progress_step(r->progress, (int)step, res.loss, res.lr, res.grad_norm, hx_clock_ms() - t0);
         first_loss = step == first ? res.loss : first_loss;
         last_loss = res.loss;
-        if (a->eval_interval > 0 && (step + 1) % a->eval_interval == 0 && r->in.val.ntokens > 0) {
+        if (a->eval_interval > 0 && (step + 1) % a->eval_interval == 0 && validating(r)) {
             ret = evaluate(r, (int)step, &val);
         }
         if (ret == HX_OK && a->save && (step + 1) % a->save_interval == 0) {
@@ -245,7 +245,7 @@ static int train(struct run *r)
             printf("helix train: no --save directory given, so nothing was saved\n");
         }
     } else if (ret == HX_OK) {
-        if (r->in.val.ntokens > 0 && (a->eval_interval == 0 || step % a->eval_interval != 0)) {
+        if (validating(r) && (a->eval_interval == 0 || step % a->eval_interval != 0)) {
             ret = evaluate(r, (int)step - 1, &val);
         }
         if (ret == HX_OK && a->save && last_saved != step) {
@@ -259,7 +259,11 @@ static int train(struct run *r)
             ret = HX_EIO;
         }
         r->progress = NULL;
-        if (ret == HX_OK && step > first) {
+        if (ret == HX_OK && step > first && hx_runtime_simulated()) {
+            if (!r->quiet) {
+                printf("done: %lld simulated steps\n", (long long)(step - first));
+            }
+        } else if (ret == HX_OK && step > first) {
             printf("done: %lld steps, loss %.4f -> %.4f\n", (long long)(step - first), first_loss,
                    last_loss);
         }
@@ -298,6 +302,56 @@ static void print_memory(const struct run *r)
            mem.inputs * mb);
 }
 
+/* What rank 0 says before the first step: the model, data, devices, mesh and memory, and
+ * the prefetch and strand arrangements. */
+static void print_header(const struct run *r, const struct hx_gpt_config *c,
+                         const struct progress_opts *po, const struct hx_parallel_config *par)
+{
+    const struct train_args *a = &r->in.a;
+    printf("helix train: %zu parameters, %d layers, C=%d, %d heads, T=%d, "
+           "batch %d x %d micro-batches, %d tasks/step, %d workers, policy %s, "
+           "sgemm peak %.1f GFLOP/s\n"
+           "data: %s, %zu training and %zu validation tokens%s%s\n",
+           hx_gpt_num_params(r->model), c->num_layers, c->hidden_size, c->num_heads, c->seq_len,
+           c->micro_batch_size, c->num_micro_batches, hx_gpt_graph(r->model)->nnodes,
+           hx_runtime_workers(), hx_runtime_sched_name(), po->peak_flops / 1e9,
+           r->in.all.source, r->in.train.ntokens, r->in.val.ntokens,
+           a->load ? "; resuming from " : "", a->load ? a->load : "");
+    if (hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0) {
+        printf("devices: %d OpenCL and %d CUDA workers beside the CPU ones; compute tasks "
+               "on %s\n", hx_runtime_opencl_workers(), hx_runtime_cuda_workers(),
+               a->compute_on != NULL && strcmp(a->compute_on, "any") != 0
+                   ? a->compute_on : "the device or CPU the policy picks");
+    }
+    if (r->in.schedule_note[0] != '\0') { /* Megatron's rule: the flags define the schedule */
+        printf("learning-rate schedule changed from the checkpoint's: %s; from step %lld on "
+               "the new one applies\n", r->in.schedule_note, (long long)r->in.info.state.step + 1);
+    }
+    print_memory(r);
+    if ((par->prefetch || (par->sched_needs & HX_SCHED_NEEDS_PREFETCH)) &&
+        hx_gpt_prefetch_depth(r->model) > 0) {
+        printf("prefetch: each layer's parameters all-gathered %d layer%s ahead (%d "
+               "slots%s), reduce-scatters behind the next gather\n",
+               hx_gpt_prefetch_depth(r->model), hx_gpt_prefetch_depth(r->model) > 1 ? "s" : "",
+               hx_gpt_prefetch_depth(r->model) + 1,
+               a->prefetch_memory ? ", from --prefetch-memory" : "");
+    }
+    if (a->strands) {
+        int pairs, planned, uncoupled;
+        hx_gpt_strand_stats(r->model, &pairs, &planned, &uncoupled);
+        printf("strands: alpha and beta, interleaved layer by layer in %d (backward, forward) "
+               "layer pairs%s%s: %d of them planned", pairs,
+               r->in.have_plan ? "; strand plan " : "", r->in.have_plan ? a->strand_plan : "",
+               planned);
+        if (uncoupled > 0) { /* why a plan reaches so few pairs of a pipeline */
+            printf("; %d in blocks whose forward and backward exchange with one stage in "
+                   "opposite directions, where a plan's barriers could close a cycle across "
+                   "stages, so they run unplanned", uncoupled);
+        }
+        printf("\n");
+    }
+}
+
 int cmd_train(int argc, char **argv)
 {
     static struct run r;
@@ -318,7 +372,10 @@ int cmd_train(int argc, char **argv)
         }
         return ret == TRAIN_HELP ? 0 : ret; /* --help printed: success */
     }
-    if (rank != 0 && freopen("/dev/null", "w", stdout) == NULL) { /* rank 0 reports */
+    /* rank 0 reports; simulated ranks share this process's stdout, so they stay quiet by
+     * not printing (r.quiet) instead of closing it */
+    r.quiet = rank != 0;
+    if (r.quiet && !hx_runtime_simulated() && freopen("/dev/null", "w", stdout) == NULL) {
         hx_warn("cannot silence stdout of rank %d", rank);
     }
     struct train_args *a = &r.in.a;
@@ -368,11 +425,12 @@ int cmd_train(int argc, char **argv)
             goto out;
         }
     }
-    /* measured before StarPU's workers start spinning on the cores */
-    po.peak_flops = rank == 0 ? progress_measure_sgemm_peak(a->workers > 0 ? a->workers
-                                                                           : hx_ncores())
-                              : 0;
-    if (progress_open(&r.progress, &po) != HX_OK) {
+    /* measured before StarPU's workers start spinning on the cores; a simulation has no core
+     * of its own to measure (its machine's peak is the performance models') */
+    po.peak_flops = rank == 0 && !hx_runtime_simulated()
+                        ? progress_measure_sgemm_peak(a->workers > 0 ? a->workers : hx_ncores())
+                        : 0;
+    if (!r.quiet && progress_open(&r.progress, &po) != HX_OK) {
         ret = 2;
         goto out;
     }
@@ -408,47 +466,8 @@ int cmd_train(int argc, char **argv)
     }
     if (ret == HX_OK) {
         signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error the run stops on cleanly */
-        printf("helix train: %zu parameters, %d layers, C=%d, %d heads, T=%d, "
-               "batch %d x %d micro-batches, %d tasks/step, %d workers, policy %s, "
-               "sgemm peak %.1f GFLOP/s\n"
-               "data: %s, %zu training and %zu validation tokens%s%s\n",
-               hx_gpt_num_params(r.model), c.num_layers, c.hidden_size, c.num_heads, c.seq_len,
-               c.micro_batch_size, c.num_micro_batches, hx_gpt_graph(r.model)->nnodes,
-               hx_runtime_workers(), hx_runtime_sched_name(), po.peak_flops / 1e9,
-               r.in.all.source, r.in.train.ntokens, r.in.val.ntokens, a->load ? "; resuming from " : "",
-               a->load ? a->load : "");
-        if (hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0) {
-            printf("devices: %d OpenCL and %d CUDA workers beside the CPU ones; compute tasks "
-                   "on %s\n", hx_runtime_opencl_workers(), hx_runtime_cuda_workers(),
-                   a->compute_on != NULL && strcmp(a->compute_on, "any") != 0
-                       ? a->compute_on : "the device or CPU the policy picks");
-        }
-        if (r.in.schedule_note[0] != '\0') { /* Megatron's rule: the flags define the schedule */
-            printf("learning-rate schedule changed from the checkpoint's: %s; from step %lld on "
-                   "the new one applies\n", r.in.schedule_note, (long long)r.in.info.state.step + 1);
-        }
-        print_memory(&r);
-        if ((par.prefetch || (par.sched_needs & HX_SCHED_NEEDS_PREFETCH)) &&
-            hx_gpt_prefetch_depth(r.model) > 0) {
-            printf("prefetch: each layer's parameters all-gathered %d layer%s ahead (%d "
-                   "slots%s), reduce-scatters behind the next gather\n",
-                   hx_gpt_prefetch_depth(r.model), hx_gpt_prefetch_depth(r.model) > 1 ? "s" : "",
-                   hx_gpt_prefetch_depth(r.model) + 1,
-                   a->prefetch_memory ? ", from --prefetch-memory" : "");
-        }
-        if (a->strands) {
-            int pairs, planned, uncoupled;
-            hx_gpt_strand_stats(r.model, &pairs, &planned, &uncoupled);
-            printf("strands: alpha and beta, interleaved layer by layer in %d (backward, forward) "
-                   "layer pairs%s%s: %d of them planned", pairs,
-                   r.in.have_plan ? "; strand plan " : "", r.in.have_plan ? a->strand_plan : "",
-                   planned);
-            if (uncoupled > 0) { /* why a plan reaches so few pairs of a pipeline */
-                printf("; %d in blocks whose forward and backward exchange with one stage in "
-                       "opposite directions, where a plan's barriers could close a cycle across "
-                       "stages, so they run unplanned", uncoupled);
-            }
-            printf("\n");
+        if (!r.quiet) {
+            print_header(&r, &c, &po, &par);
         }
         tools_output_error(stdout); /* (a failed write stops train() before step 1) */
         struct sigaction sa;

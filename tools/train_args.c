@@ -215,19 +215,24 @@ int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **
     return 0;
 }
 
-/* --comm-backend, resolved: NCCL when the tiles live on CUDA devices (--compute-on cuda)
- * unless the flag says otherwise, and refused here, before any work, where this build or
- * this StarPU cannot run it.  0 or 2 (reported). */
+/* --comm-backend, resolved: NCCL when the tiles live on CUDA devices (--compute-on cuda),
+ * StarPU-MPI in a simulation (the only communication SimGrid runs), unless the flag says
+ * otherwise, and refused here, before any work, where this build or this StarPU cannot run
+ * it.  0 or 2 (reported). */
 static int check_backend(struct train_args *a, enum hx_place place)
 {
-    enum hx_comm_backend b = place == HX_PLACE_CUDA ? HX_COMM_NCCL : HX_COMM_MPI;
+    enum hx_comm_backend b = hx_runtime_simulated()    ? HX_COMM_STARPU_MPI
+                             : place == HX_PLACE_CUDA ? HX_COMM_NCCL
+                                                      : HX_COMM_MPI;
     char why[512];
     if (a->comm_backend != NULL && hx_comm_backend_from_name(a->comm_backend, &b) != HX_OK) {
         fprintf(stderr, "helix: error: --comm-backend %s is not a backend; use mpi, "
                 "starpu-mpi or nccl\n", flags_esc(a->comm_backend));
         return 2;
     }
-    const char *chosen = a->comm_backend == NULL ? " (the default with --compute-on cuda)" : "";
+    const char *chosen = a->comm_backend != NULL ? ""
+                         : b == HX_COMM_NCCL    ? " (the default with --compute-on cuda)"
+                                                : " (the default)";
     if (hx_comm_backend_usable(b, why, sizeof why) != HX_OK) {
         fprintf(stderr, "helix: error: --comm-backend %s%s: %s%s\n", hx_comm_backend_name(b),
                 chosen, why, a->comm_backend != NULL ? "; or use --comm-backend mpi" : "");
@@ -240,6 +245,25 @@ static int check_backend(struct train_args *a, enum hx_place place)
         return 2;
     }
     a->backend = (int)b;
+    return 0;
+}
+
+/* The simulation flavour (helix simulate) runs no kernel: the weights it would save, load
+ * or sample from are never computed, so those flags are refused and the closing sample (on
+ * by default) is left out, as validation is (tools/train.c). */
+static int check_simulated(struct train_args *a)
+{
+    const char *flag = a->save        ? "--save"
+                       : a->load      ? "--load"
+                       : a->load_llmc ? "--load-llmc"
+                                      : NULL;
+    if (flag != NULL) {
+        fprintf(stderr, "helix: error: %s in a simulation: no kernel runs there, so there are "
+                "no weights to save or load; drop %s (helix simulate predicts time only)\n",
+                flag, flag);
+        return 2;
+    }
+    a->sample_tokens = 0;
     return 0;
 }
 
@@ -347,7 +371,7 @@ int train_args_check(struct train_args *a)
                 "checkpoint or start from llm.c weights, not both\n");
         return 2;
     }
-    return 0;
+    return hx_runtime_simulated() ? check_simulated(a) : 0;
 }
 
 void train_args_model(const struct train_args *a, struct hx_gpt_config *c)

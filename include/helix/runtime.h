@@ -70,6 +70,14 @@ const char *hx_runtime_sched_name(void);
 /** Number of cores available to this process (sched_getaffinity). */
 int hx_ncores(void);
 
+/** Nonzero in the simulation flavour (sim/helix-sim, run by `helix simulate`): StarPU's
+ * SimGrid mode runs no kernel, a task takes its performance model's time, and host code must
+ * read no number a task would have computed (losses, norms, weights). */
+int hx_runtime_simulated(void);
+/** Milliseconds on StarPU's clock: simulated time in the simulation flavour (SimGrid's), a
+ * monotonic clock otherwise.  Differences only; the origin is unspecified. */
+double hx_clock_ms(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tests/sim/simulate.sh: `helix simulate` on this machine's description (machines/this-bed
+# .machine, one rank), with the performance models in tests/sim/models (StarPU's history
+# files of --preset tiny, calibrated here with STARPU_CALIBRATE=1; tests/sim/README).
+#   runs        the simulated steps print a step time, and the trace summary follows
+#   determinism the same inputs twice: the same simulated times, to the last digit
+#   sensitivity halving hx_matmul's model lowers the step time
+#   bad input   a missing machine file, an unknown policy, --save, and models of no host
+#               are refused (exit 2) with a message that names the fix
+# Needs the simulation flavour (configure --with-starpu-simgrid): skipped without it, unless
+# HX_REQUIRE_SIMGRID=1 (scripts/check sets it where it builds the flavour).
+set -u
+. "$(dirname "$0")/../cli/lib.sh"
+if ! grep -q '^#define HX_SIM_BUILD_BINARY' "$HX_BUILDDIR/config.h"; then
+    if [ "${HX_REQUIRE_SIMGRID:-0}" = 1 ]; then
+        echo "Bail out! helix was configured without --with-starpu-simgrid (scripts/setup" \
+            "--simgrid builds the StarPU it needs)"
+        exit 1
+    fi
+    echo "1..0 # SKIP the simulation flavour is not built (configure --with-starpu-simgrid)"
+    exit 0
+fi
+SRC=${HX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+MACHINE=$SRC/machines/this-bed.machine
+MODELS=$SRC/tests/sim/models
+SIM="--machine $MACHINE --ranks 1 --preset tiny --train-iters 3 --log-interval 1"
+
+# the step lines' simulated milliseconds, one per line
+step_ms() { sed -n 's/^step .*| \([0-9.]*\) ms\/step.*/\1/p' "$1"; }
+# awk: is the last step of $1 faster than the last of $2?
+faster() { [ "$(awk -v a="$(step_ms "$1" | tail -n 1)" -v b="$(step_ms "$2" | tail -n 1)" \
+    'BEGIN { print (a + 0 < b + 0) ? 1 : 0 }')" = 1 ]; }
+
+plan 9
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$MODELS"
+ok "simulate: 3 simulated steps on one rank of $(basename "$MACHINE")" \
+    'rc_is 0 && [ "$(step_ms "$OUT" | wc -l)" = 3 ] && out_has "^done: 3 simulated steps"'
+ok "simulate: the summary of the simulated trace follows (compute per rank)" \
+    'out_has "^simulated trace" && out_has "compute"'
+cp "$OUT" "$TMP/first"
+
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$MODELS"
+ok "simulate: the same inputs give the same simulated step times ($(step_ms "$OUT" | tr '\n' ' '))" \
+    'rc_is 0 && [ "$(step_ms "$OUT")" = "$(step_ms "$TMP/first")" ]'
+
+# hx_matmul's history entries: "hash size flops mean dev sum sum2 n"; times halved
+mkdir -p "$TMP/half/codelets/45"
+cp "$MODELS"/codelets/45/* "$TMP/half/codelets/45/"
+for f in "$TMP"/half/codelets/45/hx_matmul.*; do
+    awk 'NF == 8 && $1 ~ /^[0-9a-f]+$/ { $4 /= 2; $5 /= 2; $6 /= 2; $7 /= 4 } { print }' "$f" \
+        >"$f.new" && mv "$f.new" "$f"
+done
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$TMP/half"
+ok "simulate: halving hx_matmul's model lowers the step ($(step_ms "$OUT" | tail -n 1) ms against $(step_ms "$TMP/first" | tail -n 1) ms)" \
+    'rc_is 0 && faster "$OUT" "$TMP/first"'
+
+run "$HELIX" simulate --machine "$TMP/none.machine" --preset tiny
+ok "simulate: a missing machine file is refused, named" \
+    'rc_is 2 && err_has "none.machine"'
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$MODELS" --save "$TMP/ckpt"
+ok "simulate: --save is refused (no weights are computed)" \
+    'rc_is 2 && err_has "no weights to save or load" && [ ! -e "$TMP/ckpt" ]'
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$MODELS" --sched no-such-policy
+ok "simulate: an unknown policy is refused as train refuses it" \
+    'rc_is 2 && err_has "no-such-policy"'
+mkdir -p "$TMP/empty/codelets/45"
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$TMP/empty"
+ok "simulate: a models directory without models is refused, naming STARPU_CALIBRATE" \
+    'rc_is 2 && err_has "no performance model"'
+run "$HELIX" simulate --preset tiny
+ok "simulate: no --machine is refused" 'rc_is 2 && err_has "no --machine"'
+finish
