@@ -22,6 +22,8 @@ static void usage(FILE *f)
                "(helix plan-strands --help)\n"
                "  trace     summarize a --trace file (hidden and exposed communication, Flux's\n"
                "            overlap efficiency, bubble) or draw it as SVG (helix trace --help)\n"
+               "  sim-machine  check a simulated machine's file and write its SimGrid platform\n"
+               "            (helix sim-machine --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -51,6 +53,9 @@ static int run(int argc, char **argv)
     }
     if (strcmp(argv[1], "trace") == 0) {
         return cmd_trace(argc, argv);
+    }
+    if (strcmp(argv[1], "sim-machine") == 0) {
+        return cmd_sim_machine(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);
