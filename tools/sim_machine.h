@@ -73,10 +73,10 @@ int hx_sim_machine_path(const struct hx_sim_machine *m, int a, int b, struct hx_
  * 64 characters (NULL: the machine's name).  HX_OK, HX_EINVAL or HX_EIO (reported). */
 int hx_sim_machine_write(const struct hx_sim_machine *m, const char *dir, const char *host);
 
-/* SimGrid options for every simulated run, NULL-terminated: SMPI's default piecewise
- * factors (latency x11.6 and bandwidth x0.94 above 64 KiB, SimGrid's fit of a TCP cluster)
- * and the TCP window bound set to 1 and off, no reverse ACK traffic, plain max-min sharing.
- * starpu_smpirun passes them on when they follow the program's arguments. */
+/* SimGrid options for every simulated run, NULL-terminated: SMPI's piecewise factors
+ * (by default latency x11.6 and bandwidth x0.94 above 64 KiB, SimGrid's fit of a TCP
+ * cluster) set to 1, the TCP window bound off, no reverse ACK traffic, plain max-min
+ * sharing.  starpu_smpirun passes them on when they follow the program's arguments. */
 extern const char *const hx_sim_smpi_flags[];
 
 #endif /* HX_SIM_MACHINE_H */
