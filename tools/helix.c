@@ -31,6 +31,8 @@ static void usage(FILE *f)
                "  simulate  train on a simulated machine (GPU clusters) through StarPU's SimGrid\n"
                "            mode: step time, exposed communication, bubble\n"
                "            (helix simulate --help)\n"
+               "  sim-machine  check a simulated machine's file and write its SimGrid platform\n"
+               "            (helix sim-machine --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -63,6 +65,9 @@ static int run(int argc, char **argv)
     }
     if (strcmp(argv[1], "simulate") == 0) {
         return cmd_simulate(argc, argv);
+    }
+    if (strcmp(argv[1], "sim-machine") == 0) {
+        return cmd_sim_machine(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);
