@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,24 @@ static int models_host(const char *dir, const char *want, char *host, size_t cap
     return 0;
 }
 
-/* @p work/codelets/45/<symbol>.<host> -> @p models_dir/<symbol>.<from>, for every model. */
+/* A path into @p buf (PATH_MAX bytes): 0, or 1 if it does not fit (said). */
+static int pathf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int pathf(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, PATH_MAX, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= PATH_MAX) {
+        fprintf(stderr, "helix simulate: error: a path longer than %d bytes under %s; use a "
+                "shorter --keep, TMPDIR or --perf-models\n", PATH_MAX, buf);
+        return 1;
+    }
+    return 0;
+}
+
+/* @p work/codelets/45/<symbol>.<host> -> @p models_dir/<symbol>.<from>, for every model:
+ * StarPU finds a model by STARPU_HOSTNAME, the simulated machine's name. */
 static int link_models(const char *models_dir, const char *from, const char *work,
                        const char *host)
 {
@@ -189,9 +207,13 @@ static int link_models(const char *models_dir, const char *from, const char *wor
         fprintf(stderr, "helix simulate: error: %s: %s\n", flags_esc(models_dir), strerror(errno));
         return 1;
     }
-    snprintf(dst_dir, sizeof dst_dir, "%s/codelets", work);
+    if (pathf(dst_dir, "%s/codelets", work) != 0) {
+        return 1;
+    }
     mkdir(dst_dir, 0755);
-    snprintf(dst_dir, sizeof dst_dir, "%s/codelets/" PERFMODEL_VERSION, work);
+    if (pathf(dst_dir, "%s/codelets/" PERFMODEL_VERSION, work) != 0) {
+        return 1;
+    }
     if (mkdir(dst_dir, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "helix simulate: error: cannot create %s: %s\n", dst_dir, strerror(errno));
         return 1;
@@ -202,7 +224,7 @@ static int link_models(const char *models_dir, const char *from, const char *wor
         return 1;
     }
     size_t flen = strlen(from);
-    int n = 0, ret = 0;
+    int ret = 0;
     struct dirent *e;
     while (ret == 0 && (e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
@@ -210,15 +232,16 @@ static int link_models(const char *models_dir, const char *from, const char *wor
             strcmp(e->d_name + len - flen, from) != 0) {
             continue;
         }
-        snprintf(src, sizeof src, "%s/%s", abs_dir, e->d_name);
-        snprintf(dst, sizeof dst, "%s/%.*s.%s", dst_dir, (int)(len - flen - 1), e->d_name, host);
-        unlink(dst);
-        if (symlink(src, dst) != 0) {
-            fprintf(stderr, "helix simulate: error: cannot link %s to %s: %s\n", dst, src,
-                    strerror(errno));
-            ret = 1;
+        ret = pathf(src, "%s/%s", abs_dir, e->d_name) ||
+              pathf(dst, "%s/%.*s.%s", dst_dir, (int)(len - flen - 1), e->d_name, host);
+        if (ret == 0) {
+            unlink(dst);
+            if (symlink(src, dst) != 0) {
+                fprintf(stderr, "helix simulate: error: cannot link %s to %s: %s\n", dst, src,
+                        strerror(errno));
+                ret = 1;
+            }
         }
-        n++;
     }
     closedir(d);
     return ret;
@@ -292,6 +315,16 @@ int cmd_simulate(int argc, char **argv)
         fprintf(stderr, "helix simulate: error: --ranks %d, but %s has %d ranks' worth of "
                 "devices; lower --ranks or describe a larger machine\n", ranks,
                 flags_esc(o.machine), hx_sim_machine_ranks(&m));
+        free(rest);
+        return 2;
+    }
+
+    const char *workers = flags_peek_argv(nrest, rest, 0, "workers");
+    if (workers != NULL && atoi(workers) > m.cores_per_rank) {
+        fprintf(stderr, "helix simulate: error: --workers %s, but each rank of %s has %d CPU "
+                "core%s (cores_per_rank); ask for at most that many, or describe more cores\n",
+                flags_esc(workers), flags_esc(o.machine), m.cores_per_rank,
+                m.cores_per_rank == 1 ? "" : "s");
         free(rest);
         return 2;
     }
@@ -373,6 +406,11 @@ int cmd_simulate(int argc, char **argv)
         /* STARPU_HOSTNAME picks the generated bus/<host>.* and the linked models */
         setenv("STARPU_PERF_MODEL_DIR", work, 1);
         setenv("STARPU_HOSTNAME", host, 1);
+        /* a rank's CPU workers are its platform's CPUs, not this machine's cores */
+        char ncpu[16];
+        snprintf(ncpu, sizeof ncpu, "%d", m.cores_per_rank);
+        setenv("STARPU_NCPU", ncpu, 1);
+        setenv("STARPU_SILENT", "1", 0); /* (StarPU-MPI finds SMPI single-threaded: noise) */
         printf("helix simulate: %s, %d rank%s; models of host '%s' from %s; work directory %s\n",
                m.name, ranks, ranks == 1 ? "" : "s", from, models, work);
         ret = run_child(all);

@@ -5,7 +5,9 @@
 # files of --preset tiny, calibrated here with STARPU_CALIBRATE=1; tests/sim/README).
 #   runs        the simulated steps print a step time, and the trace summary follows
 #   determinism the same inputs twice: the same simulated times, to the last digit
-#   sensitivity halving hx_matmul's model lowers the step time
+#   sensitivity halving hx_matmul's model lowers the step time; on two ranks (data
+#               parallel, StarPU-MPI's all-reduce on SimGrid's network) a link at half the
+#               rate raises it, and serial-comm is never faster than hx-prio
 #   bad input   a missing machine file, an unknown policy, --save, and models of no host
 #               are refused (exit 2) with a message that names the fix
 # Needs the simulation flavour (configure --with-starpu-simgrid): skipped without it, unless
@@ -32,7 +34,7 @@ step_ms() { sed -n 's/^step .*| \([0-9.]*\) ms\/step.*/\1/p' "$1"; }
 faster() { [ "$(awk -v a="$(step_ms "$1" | tail -n 1)" -v b="$(step_ms "$2" | tail -n 1)" \
     'BEGIN { print (a + 0 < b + 0) ? 1 : 0 }')" = 1 ]; }
 
-plan 9
+plan 12
 # shellcheck disable=SC2086
 run "$HELIX" simulate $SIM --perf-models "$MODELS"
 ok "simulate: 3 simulated steps on one rank of $(basename "$MACHINE")" \
@@ -57,6 +59,24 @@ done
 run "$HELIX" simulate $SIM --perf-models "$TMP/half"
 ok "simulate: halving hx_matmul's model lowers the step ($(step_ms "$OUT" | tail -n 1) ms against $(step_ms "$TMP/first" | tail -n 1) ms)" \
     'rc_is 0 && faster "$OUT" "$TMP/first"'
+
+# two ranks: this-bed's two nodes, and the same at half the link's rate
+DP2="--ranks 2 --preset tiny --train-iters 3 --log-interval 1 --perf-models $MODELS"
+awk -F' = ' '$1 == "nic_gbits_per_s" { print $1 " = " $2 / 2; next } { print }' "$MACHINE" \
+    >"$TMP/slow.machine"
+# shellcheck disable=SC2086
+run "$HELIX" simulate --machine "$MACHINE" $DP2
+ok "simulate: dp 2 over this-bed's link: 3 simulated steps with all-reduces on both ranks" \
+    'rc_is 0 && [ "$(step_ms "$OUT" | wc -l)" = 3 ] && [ "$(grep -c "^  allreduce" "$OUT")" = 2 ]'
+cp "$OUT" "$TMP/dp2"
+# shellcheck disable=SC2086
+run "$HELIX" simulate --machine "$TMP/slow.machine" $DP2
+ok "simulate: the link at half the rate raises the step ($(step_ms "$OUT" | tail -n 1) ms against $(step_ms "$TMP/dp2" | tail -n 1) ms)" \
+    'rc_is 0 && faster "$TMP/dp2" "$OUT"'
+# shellcheck disable=SC2086
+run "$HELIX" simulate --machine "$MACHINE" $DP2 --sched serial-comm
+ok "simulate: serial-comm is not faster than hx-prio ($(step_ms "$OUT" | tail -n 1) ms against $(step_ms "$TMP/dp2" | tail -n 1) ms)" \
+    'rc_is 0 && ! faster "$OUT" "$TMP/dp2"'
 
 run "$HELIX" simulate --machine "$TMP/none.machine" --preset tiny
 ok "simulate: a missing machine file is refused, named" \
