@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tests/sim/simulate.sh: `helix simulate` on this machine's description (machines/this-bed
-# .machine, one rank), with the performance models in tests/sim/models (StarPU's history
-# files of --preset tiny, calibrated here with STARPU_CALIBRATE=1; tests/sim/README).
+# tests/sim/simulate.sh: `helix simulate` on this machine's description
+# (machines/this-bed.machine), with the performance models in tests/sim/models: StarPU's
+# history files of --preset tiny, written here by `helix train` under STARPU_CALIBRATE=1 on
+# one rank and on two (--comm-backend starpu-mpi), loaded machine and all.
 #   runs        the simulated steps print a step time, and the trace summary follows
 #   determinism the same inputs twice: the same simulated times, to the last digit
 #   sensitivity halving hx_matmul's model lowers the step time; on two ranks (data
