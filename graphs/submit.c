@@ -16,6 +16,7 @@
 #include "helix/graph.h"
 #include "helix/runtime.h"
 #include "helix/trace.h"
+#include "runtime/sim_models.h"
 
 static enum starpu_data_access_mode starpu_mode(enum hx_access m)
 {
@@ -189,6 +190,18 @@ static int submit_range(hx_graph_t g, int first, int last, struct hx_task_time *
         }
     }
     free(tagged);
+    return HX_OK;
+}
+
+int hx_graph_check_sim_models(hx_graph_t g)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const struct hx_node *n = &g->nodes[i];
+        int ret = hx_sim_model_check(hx_op_codelet(n->op), hx_op_info(n->op)->name);
+        if (ret != HX_OK) {
+            return ret;
+        }
+    }
     return HX_OK;
 }
 

@@ -53,6 +53,7 @@
 #include "helix/ops.h"
 #include "helix/tensor.h"
 #include "runtime/comm_internal.h"
+#include "runtime/sim_models.h"
 
 #define SMPI_TREE_MAX_BYTES (64 << 10)
 #define SMPI_MAX_STEPS 256
@@ -284,6 +285,10 @@ static void reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_data
     if (c->failed) {
         return;
     }
+    if (hx_sim_model_check(&acc_cl, "StarPU-MPI's reduction task") != HX_OK) {
+        c->failed = 1; /* (said) */
+        return;
+    }
     int d = c->dtype == HX_F32 ? 0 : c->dtype == HX_F64 ? 1 : 2;
     const struct acc_args *a = &acc_args[d][op == HX_MAX];
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
@@ -300,6 +305,10 @@ static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_
                  void *tile, int add)
 {
     if (c->failed) {
+        return;
+    }
+    if (hx_sim_model_check(cl, "StarPU-MPI's copy task") != HX_OK) {
+        c->failed = 1; /* (said) */
         return;
     }
     struct copy_args *a = malloc(sizeof *a);

@@ -92,42 +92,58 @@ static const char *smpirun_path(void)
 #endif
 }
 
+/* This command's flag @p a ("--name" or "--name=value") of the names in @p names: its index,
+ * with its value (the next word for "--name") through @p value and @p i advanced; -1 if @p a
+ * is none of them (a train flag). */
+static int own_flag(const char *const *names, int argc, char **argv, int *i, const char **value)
+{
+    const char *a = argv[*i];
+    for (int k = 0; names[k] != NULL; k++) {
+        size_t len = strlen(names[k]);
+        if (strncmp(a, names[k], len) != 0 || (a[len] != '\0' && a[len] != '=')) {
+            continue;
+        }
+        *value = a[len] == '=' ? a + len + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        return k;
+    }
+    return -1;
+}
+
 /* Split argv[2..] into this command's flags (into @p o) and train's (into @p rest, count
  * returned through @p nrest).  0, 1 (--help printed) or 2 (message printed). */
 static int parse(int argc, char **argv, struct sim_opts *o, char **rest, int *nrest)
 {
+    static const char *const names[] = { "--machine", "--perf-models", "--perf-models-host",
+                                         "--keep", "--ranks", NULL };
+    const char **dest[] = { &o->machine, &o->models, &o->models_host, &o->keep, NULL };
     *nrest = 0;
     for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dest = strcmp(a, "--machine") == 0            ? &o->machine
-                            : strcmp(a, "--perf-models") == 0      ? &o->models
-                            : strcmp(a, "--perf-models-host") == 0 ? &o->models_host
-                            : strcmp(a, "--keep") == 0             ? &o->keep
-                                                                   : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage_text, stdout);
             return 1;
         }
-        if (dest != NULL || strcmp(a, "--ranks") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-                fprintf(stderr, "helix simulate: error: %s needs a value\n", a);
-                return 2;
-            }
-            if (dest != NULL) {
-                *dest = argv[++i];
-                continue;
-            }
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || n < 1 || n > 1 << 16) {
-                fprintf(stderr, "helix simulate: error: --ranks '%s' is not a count of ranks "
-                        "from 1 to 65536\n", flags_esc(argv[i]));
-                return 2;
-            }
-            o->ranks = (int)n;
+        int k = own_flag(names, argc, argv, &i, &v);
+        if (k < 0) {
+            rest[(*nrest)++] = argv[i];
             continue;
         }
-        rest[(*nrest)++] = argv[i];
+        if (v == NULL || v[0] == '\0') {
+            fprintf(stderr, "helix simulate: error: %s needs a value\n", names[k]);
+            return 2;
+        }
+        if (dest[k] != NULL) {
+            *dest[k] = v;
+            continue;
+        }
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end != '\0' || n < 1 || n > 1 << 16) {
+            fprintf(stderr, "helix simulate: error: --ranks '%s' is not a count of ranks from "
+                    "1 to 65536\n", flags_esc(v));
+            return 2;
+        }
+        o->ranks = (int)n;
     }
     if (o->machine == NULL) {
         fprintf(stderr, "helix simulate: error: no --machine FILE: name the machine to simulate "

@@ -454,6 +454,11 @@ int cmd_train(int argc, char **argv)
         ret = 1;
         goto out;
     }
+    /* (after the channels: they choose the collectives' codelets) */
+    if (hx_graph_check_sim_models(hx_gpt_graph(r.model)) != HX_OK) { /* (said) */
+        ret = 2;
+        goto out;
+    }
     ret = a->trace ? hx_trace_start() : HX_OK;
     ret = ret == HX_OK ? hx_gpt_realize(r.model) : ret;
     if (ret == HX_OK) {

@@ -226,6 +226,13 @@ int hx_graph_write_dot(const struct hx_graph *g, FILE *f);
  * @return HX_OK or a negative status (reported).
  */
 int hx_graph_submit(hx_graph_t g, int first, int last);
+/**
+ * In a simulation (helix simulate; hx_runtime_simulated), check that every node's codelet
+ * has a performance model for the simulated host: StarPU's SimGrid mode would abort on the
+ * first task without one.  HX_OK (always outside a simulation), or HX_EINVAL, reported with
+ * the missing file and the calibration that makes it.
+ */
+int hx_graph_check_sim_models(hx_graph_t g);
 /** When one task of hx_graph_submit_timed ran (StarPU's clock, microseconds). */
 struct hx_task_time {
     const struct hx_node *node; /**< the task's node, set at submission */

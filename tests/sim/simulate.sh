@@ -9,8 +9,8 @@
 #   sensitivity halving hx_matmul's model lowers the step time; on two ranks (data
 #               parallel, StarPU-MPI's all-reduce on SimGrid's network) a link at half the
 #               rate raises it, and serial-comm is never faster than hx-prio
-#   bad input   a missing machine file, an unknown policy, --save, and models of no host
-#               are refused (exit 2) with a message that names the fix
+#   bad input   a missing machine file, an unknown policy, --save, models of no host and a
+#               missing model are refused (exit 2) with a message that names the fix
 # Needs the simulation flavour (configure --with-starpu-simgrid): skipped without it, unless
 # HX_REQUIRE_SIMGRID=1 (scripts/check sets it where it builds the flavour).
 set -u
@@ -35,7 +35,7 @@ step_ms() { sed -n 's/^step .*| \([0-9.]*\) ms\/step.*/\1/p' "$1"; }
 faster() { [ "$(awk -v a="$(step_ms "$1" | tail -n 1)" -v b="$(step_ms "$2" | tail -n 1)" \
     'BEGIN { print (a + 0 < b + 0) ? 1 : 0 }')" = 1 ]; }
 
-plan 12
+plan 13
 # shellcheck disable=SC2086
 run "$HELIX" simulate $SIM --perf-models "$MODELS"
 ok "simulate: 3 simulated steps on one rank of $(basename "$MACHINE")" \
@@ -95,6 +95,13 @@ mkdir -p "$TMP/empty/codelets/45"
 run "$HELIX" simulate $SIM --perf-models "$TMP/empty"
 ok "simulate: a models directory without models is refused, naming STARPU_CALIBRATE" \
     'rc_is 2 && err_has "no performance model"'
+mkdir -p "$TMP/nomatmul/codelets/45"
+cp "$MODELS"/codelets/45/* "$TMP/nomatmul/codelets/45/"
+rm "$TMP"/nomatmul/codelets/45/hx_matmul.*
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$TMP/nomatmul"
+ok "simulate: a missing model (hx_matmul) is named before any task runs, with the fix" \
+    'rc_is 2 && err_has "no performance model of matmul" && err_has "hx_matmul" && err_has "STARPU_CALIBRATE=1"'
 run "$HELIX" simulate --preset tiny
 ok "simulate: no --machine is refused" 'rc_is 2 && err_has "no --machine"'
 finish
