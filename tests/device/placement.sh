@@ -15,7 +15,8 @@
 #               so the skew above is the rule's and not the graph's
 #   cpu-lane    hx-prio with the OpenCL worker but --compute-on cpu: the placement of the
 #               serial run, so bitwise its losses, gradient norms and parameters
-# It asserts on placement counts read from the trace, never on speeds.  (Measured on a loaded
+# It asserts on placement counts read from the trace, never on speeds; the sanitizer build
+# skips the hx-prio count, where the premise (OpenCL slower) does not hold.  (Measured on a loaded
 # 2-core machine: hx-prio ran 98-99% of the matmuls on the CPU, eager 37-72% on OpenCL,
 # more the more the machine was loaded.)
 # shellcheck disable=SC2016,SC2034  # ok evals its checks; parity_lib reads PARITY_FAMILY
@@ -59,8 +60,17 @@ done
 
 parity_check hx-prio 1 --workers 1 --opencl 1 --sched hx-prio --trace "$TMP/hx-prio.trace"
 c=$(matmuls "$TMP/hx-prio.trace")
-ok "hx-prio: at least 2/3 of the matmuls on the CPU worker ($c)" \
-    'share_at_least "$c" cpu 2 3'
+if [ "${HX_SANITIZED:-0}" = 1 ]; then
+    # The sanitizer build's CPU kernels are instrumented and PoCL's are not, so its models
+    # need not rank the OpenCL worker slower: with PoCL's allocations unwound by frame
+    # pointers (pocl_process), hx-prio put 5549 of 9000 matmuls on it, as the models said.
+    ok "hx-prio: at least 2/3 of the matmuls on the CPU worker ($c) # SKIP sanitizer build: \
+its CPU kernels are instrumented, so the OpenCL worker is no longer the slower one; run in \
+the -Werror build" true
+else
+    ok "hx-prio: at least 2/3 of the matmuls on the CPU worker ($c)" \
+        'share_at_least "$c" cpu 2 3'
+fi
 
 # shellcheck disable=SC2086
 run "$HELIX" train $CAL --workers 1 --opencl 1 --sched eager --trace "$TMP/eager.trace"
