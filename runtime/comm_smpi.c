@@ -51,6 +51,7 @@
 #include "helix/error.h"
 #include "helix/graph.h"
 #include "helix/ops.h"
+#include "helix/runtime.h"
 #include "helix/tensor.h"
 #include "runtime/comm_internal.h"
 #include "runtime/sim_models.h"
@@ -201,7 +202,8 @@ static void one_done(void *arg)
 {
     struct hx_smpi_coll *c = arg;
     int lane = c->r.lane; /* (read first: once pending is 0 the engine may free c) */
-    if (__atomic_sub_fetch(&c->pending, 1, __ATOMIC_RELEASE) == 0) {
+    /* only a simulation's lanes sleep until kicked; a real one polls (runtime/comm_engine.c) */
+    if (__atomic_sub_fetch(&c->pending, 1, __ATOMIC_RELEASE) == 0 && hx_runtime_simulated()) {
         hx_comm_engine_kick(lane);
     }
 }
