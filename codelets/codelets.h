@@ -77,7 +77,13 @@ static inline long hx_buf_flat(void *buffers[], int i, long n, const char *op)
  * StarPU has OpenCL and configure found CLBlast; CUDA launchers (codelets/cuda/) are
  * compiled when configure found CUDA, and run only under a CUDA-enabled StarPU. */
 #include "codelets/opencl/opencl.h"
-#if HX_HAVE_CUDA
+#ifdef HX_SIMULATION
+/* The simulation flavour (sim/sim_config.h) simulates CUDA workers: StarPU offers a codelet to
+ * a CUDA worker when it has a cuda_funcs entry, and the task then takes its CUDA model's time.
+ * No kernel runs, so every codelet names this one function, which says so if ever called. */
+void hx_sim_no_kernel(void *buffers[], void *cl_arg);
+#define HX_CUDA_SLOT(f) .cuda_funcs = { hx_sim_no_kernel }, .cuda_flags = { STARPU_CUDA_ASYNC },
+#elif HX_HAVE_CUDA
 #define HX_CUDA_SLOT(f) .cuda_funcs = { f }, .cuda_flags = { STARPU_CUDA_ASYNC },
 #else
 #define HX_CUDA_SLOT(f)

@@ -111,3 +111,14 @@ const char *hx_op_name(enum hx_op op)
     const struct hx_op_info *info = hx_op_info(op);
     return info != NULL ? info->name : "unknown";
 }
+
+#ifdef HX_SIMULATION
+void hx_sim_no_kernel(void *buffers[], void *cl_arg)
+{
+    (void)buffers;
+    const struct hx_node *n = cl_arg;
+    HX_ASSERT(0, "simulation: the CUDA kernel of %s was called, but a simulated CUDA worker runs "
+              "none (its codelet lacks STARPU_CODELET_SIMGRID_EXECUTE); report this as a bug",
+              n != NULL ? hx_op_name(n->op) : "a task");
+}
+#endif

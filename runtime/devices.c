@@ -96,7 +96,11 @@ int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
     if ((place == HX_PLACE_CUDA || o->nccl) && ncuda == 0) {
         ncuda = 1; /* the tiles live on a GPU: compute there, or NCCL reducing there */
     }
-#ifndef STARPU_USE_CUDA
+#ifdef HX_SIMULATION
+    /* SimGrid's StarPU simulates the CUDA workers the platform file declares (tools/
+     * sim_platform.c: CUDA0 on every rank with GPUs); StarPU starts fewer when it declares
+     * fewer, which hx_devices_check then reports */
+#elif !defined(STARPU_USE_CUDA)
     if (ncuda > 0) {
         return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, but this StarPU (%d.%d) was built "
                       "without CUDA (Debian's is); build one with `scripts/setup --cuda` and put "
@@ -195,6 +199,13 @@ int hx_devices_check(const struct starpu_conf *conf)
     if (conf->ncuda > 0 && got_cuda < conf->ncuda) {
         char visible[256];
         cuda_visible(visible, sizeof visible);
+#ifdef HX_SIMULATION
+        return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, but the simulated machine gives "
+                      "each rank %d GPU%s (the machine file's gpus_per_node; StarPU's platform "
+                      "file in $STARPU_PERF_MODEL_DIR/bus); simulate a machine with GPUs, or "
+                      "drop --cuda", conf->ncuda, conf->ncuda > 1 ? "s" : "", got_cuda,
+                      got_cuda == 1 ? "" : "s");
+#endif
         if (got_cuda == 0) {
             return HX_ERR(HX_EINVAL, "%d CUDA worker%s requested, StarPU started 0: no usable "
                           "CUDA device (%s); run where an NVIDIA GPU and its driver are, check "

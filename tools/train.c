@@ -302,19 +302,39 @@ static void print_memory(const struct run *r)
            mem.inputs * mb);
 }
 
+/* Compute tasks may run on an OpenCL or CUDA worker.  MFU is then not against the CPU's sgemm
+ * peak (on an H100, --compute-on cuda showed "MFU 234%"), and helix does not know the device's
+ * peak: no MFU is printed. */
+static int computes_on_device(const struct train_args *a)
+{
+    if (a->place == HX_PLACE_CPU) {
+        return 0;
+    }
+    const char *nopencl = getenv("STARPU_NOPENCL"), *ncuda = getenv("STARPU_NCUDA");
+    return a->place != HX_PLACE_ANY || a->opencl > 0 || a->cuda > 0 ||
+           (nopencl != NULL && atoi(nopencl) > 0) || (ncuda != NULL && atoi(ncuda) > 0);
+}
+
 /* What rank 0 says before the first step: the model, data, devices, mesh and memory, and
  * the prefetch and strand arrangements. */
 static void print_header(const struct run *r, const struct hx_gpt_config *c,
                          const struct progress_opts *po, const struct hx_parallel_config *par)
 {
     const struct train_args *a = &r->in.a;
+    char peak[64];
+    if (po->peak_flops > 0) {
+        snprintf(peak, sizeof peak, "%.1f GFLOP/s", po->peak_flops / 1e9);
+    } else {
+        snprintf(peak, sizeof peak, "not measured (%s: no MFU)",
+                 hx_runtime_simulated() ? "simulated" : "compute on a device");
+    }
     printf("helix train: %zu parameters, %d layers, C=%d, %d heads, T=%d, "
            "batch %d x %d micro-batches, %d tasks/step, %d workers, policy %s, "
-           "sgemm peak %.1f GFLOP/s\n"
+           "sgemm peak %s\n"
            "data: %s, %zu training and %zu validation tokens%s%s\n",
            hx_gpt_num_params(r->model), c->num_layers, c->hidden_size, c->num_heads, c->seq_len,
            c->micro_batch_size, c->num_micro_batches, hx_gpt_graph(r->model)->nnodes,
-           hx_runtime_workers(), hx_runtime_sched_name(), po->peak_flops / 1e9,
+           hx_runtime_workers(), hx_runtime_sched_name(), peak,
            r->in.all.source, r->in.train.ntokens, r->in.val.ntokens,
            a->load ? "; resuming from " : "", a->load ? a->load : "");
     if (hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0) {
@@ -427,7 +447,7 @@ int cmd_train(int argc, char **argv)
     }
     /* measured before StarPU's workers start spinning on the cores; a simulation has no core
      * of its own to measure (its machine's peak is the performance models') */
-    po.peak_flops = rank == 0 && !hx_runtime_simulated()
+    po.peak_flops = rank == 0 && !hx_runtime_simulated() && !computes_on_device(a)
                         ? progress_measure_sgemm_peak(a->workers > 0 ? a->workers : hx_ncores())
                         : 0;
     if (!r.quiet && progress_open(&r.progress, &po) != HX_OK) {

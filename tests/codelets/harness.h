@@ -213,26 +213,36 @@ static inline int check_tensor(const char *name, struct hx_tensor *t, const doub
 /* ---- runtime and graphs ----------------------------------------------------------------- */
 
 /* Start StarPU on 2 CPU workers (default policy), then print the plan of nchecks lines.
- * With HX_TEST_DEVICE=opencl (tests/device/codelets.sh) every compute task runs on one
- * OpenCL worker instead, beside one CPU worker for what has no device form; a device that
- * does not start is a failure, not a skip. */
+ * With HX_TEST_DEVICE=opencl (tests/device/codelets.sh) or HX_TEST_DEVICE=cuda (a GPU, under
+ * a CUDA-enabled StarPU: scripts/gpu-check) every compute task runs on one worker of that
+ * device instead, beside one CPU worker for what has no device form; a device that does not
+ * start is a failure, not a skip. */
 static inline void harness_start(int nchecks)
 {
     struct hx_runtime_opts o;
     hx_runtime_opts_init(&o);
     const char *dev = getenv("HX_TEST_DEVICE");
     int opencl = dev != NULL && strcmp(dev, "opencl") == 0;
-    o.workers = opencl ? 1 : 2;
+    int cuda = dev != NULL && strcmp(dev, "cuda") == 0;
+    if (dev != NULL && *dev != '\0' && !opencl && !cuda) {
+        tap_plan(1);
+        tap_ok(0, "HX_TEST_DEVICE=%s: not a device (opencl or cuda, or unset for the CPU)", dev);
+        exit(tap_exit());
+    }
+    o.workers = opencl || cuda ? 1 : 2;
     o.sched = NULL;
     if (opencl) {
         o.opencl = 1;
         o.compute_on = HX_PLACE_OPENCL;
+    } else if (cuda) {
+        o.cuda = 1;
+        o.compute_on = HX_PLACE_CUDA;
     }
     int ret = hx_runtime_init(&o);
-    if (ret != HX_OK && opencl) {
+    if (ret != HX_OK && (opencl || cuda)) {
         tap_plan(1);
-        tap_ok(0, "an OpenCL worker starts (%s; the error line above says why)",
-               hx_status_str(ret));
+        tap_ok(0, "a%s %s worker starts (%s; the error line above says why)", opencl ? "n" : "",
+               opencl ? "OpenCL" : "CUDA", hx_status_str(ret));
         exit(tap_exit());
     }
     if (ret != HX_OK) {
@@ -241,6 +251,8 @@ static inline void harness_start(int nchecks)
     tap_plan(nchecks);
     if (opencl) {
         tap_diag("compute tasks on %d OpenCL worker(s) only", hx_runtime_opencl_workers());
+    } else if (cuda) {
+        tap_diag("compute tasks on %d CUDA worker(s) only", hx_runtime_cuda_workers());
     }
 }
 

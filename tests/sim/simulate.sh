@@ -9,6 +9,11 @@
 #   sensitivity halving hx_matmul's model lowers the step time; on two ranks (data
 #               parallel, StarPU-MPI's all-reduce on SimGrid's network) a link at half the
 #               rate raises it, and serial-comm is never faster than hx-prio
+#   GPUs        a simulated CUDA worker (machines/h100-sxm.machine) with the models
+#               scripts/gpu-check calibrated on an H100 (perfmodels/h100): every compute task
+#               on it, and the simulated step of GPT-2 124M's two layers within 15% of the step
+#               gpu-check measured there (perfmodels/h100/measured.tsv); --cuda on a machine
+#               without GPUs is refused
 #   bad input   a missing machine file, an unknown policy, --save, models of no host and a
 #               missing model are refused (exit 2) with a message that names the fix
 # Needs the simulation flavour (configure --with-starpu-simgrid): skipped without it, unless
@@ -35,7 +40,7 @@ step_ms() { sed -n 's/^step .*| \([0-9.]*\) ms\/step.*/\1/p' "$1"; }
 faster() { [ "$(awk -v a="$(step_ms "$1" | tail -n 1)" -v b="$(step_ms "$2" | tail -n 1)" \
     'BEGIN { print (a + 0 < b + 0) ? 1 : 0 }')" = 1 ]; }
 
-plan 13
+plan 16
 # shellcheck disable=SC2086
 run "$HELIX" simulate $SIM --perf-models "$MODELS"
 ok "simulate: 3 simulated steps on one rank of $(basename "$MACHINE")" \
@@ -78,6 +83,24 @@ ok "simulate: the link at half the rate raises the step ($(step_ms "$OUT" | tail
 run "$HELIX" simulate --machine "$MACHINE" $DP2 --sched serial-comm
 ok "simulate: serial-comm is not faster than hx-prio ($(step_ms "$OUT" | tail -n 1) ms against $(step_ms "$TMP/dp2" | tail -n 1) ms)" \
     'rc_is 0 && ! faster "$OUT" "$TMP/dp2"'
+
+# a GPU: the calibrated H100 models against what the H100 measured with the same flags
+GPU_MODELS=$SRC/perfmodels/h100
+gpu_flags=$(awk -F'\t' '$1 == "gpt2-124m" { print $3 }' "$GPU_MODELS/measured.tsv")
+gpu_ms=$(awk -F'\t' '$1 == "gpt2-124m" { print $2 }' "$GPU_MODELS/measured.tsv")
+# shellcheck disable=SC2086
+run "$HELIX" simulate --machine "$SRC/machines/h100-sxm.machine" --ranks 1 \
+    --perf-models "$GPU_MODELS" --perf-models-host h100 $gpu_flags --train-iters 4 \
+    --workers 1 --cuda 1 --compute-on cuda --eval-interval 0 --eval-iters 1 --log-interval 1
+ok "simulate: one simulated H100 ($gpu_flags): 4 steps, compute on its CUDA worker" \
+    'rc_is 0 && [ "$(step_ms "$OUT" | wc -l)" = 4 ] && out_has "^devices: 0 OpenCL and 1 CUDA workers beside the CPU ones; compute tasks on cuda$"'
+sim_ms=$(step_ms "$OUT" | tail -n 1)
+ok "simulate: its step ${sim_ms:-?} ms is within 15% of the ${gpu_ms:-?} ms an H100 measured (perfmodels/h100/measured.tsv)" \
+    '[ -n "$sim_ms" ] && [ -n "$gpu_ms" ] && awk -v s="$sim_ms" -v m="$gpu_ms" "BEGIN { r = s / m; exit !(r > 0.85 && r < 1.15) }"'
+# shellcheck disable=SC2086
+run "$HELIX" simulate $SIM --perf-models "$MODELS" --cuda 1
+ok "simulate: --cuda on a machine without GPUs is refused, naming gpus_per_node" \
+    'rc_is 2 && err_has "the simulated machine gives each rank 0 GPUs" && err_has "gpus_per_node"'
 
 run "$HELIX" simulate --machine "$TMP/none.machine" --preset tiny
 ok "simulate: a missing machine file is refused, named" \
