@@ -3,7 +3,8 @@
  * reads a codelet's history from $STARPU_PERF_MODEL_DIR/codelets/45/<symbol>.<host>
  * (default directory $STARPU_HOME/.starpu/sampling; <host> is $STARPU_HOSTNAME, else the
  * host's name), which `helix simulate` points at the models of --perf-models renamed for
- * the simulated machine.  Each codelet is looked up once per process.
+ * the simulated machine; or, with $HX_SIM_DEVICE, gives it the analytic model of that device
+ * description instead (runtime/sim_analytic.c).  Each codelet is looked up once per process.
  * Test: tests/sim/simulate.sh (an empty models directory). */
 #include <limits.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "helix/error.h"
+#include "runtime/sim_analytic.h"
 #include "runtime/sim_models.h"
 
 #define SEEN_MAX 128
@@ -42,6 +44,16 @@ int hx_sim_model_file_check(const struct starpu_codelet *cl, const char *what)
                       "SimGrid cannot time it; give its codelet a history model (as "
                       "codelets/codelets.h's HX_PERFMODEL) and calibrate it", what,
                       cl->name ? cl->name : "unnamed");
+    }
+    const char *device = getenv("HX_SIM_DEVICE");
+    if (device != NULL && device[0] != '\0') { /* analytic models (runtime/sim_analytic.c) */
+        if (!hx_sim_analytic_on()) {
+            return HX_ERR(HX_EINVAL, "simulation: no analytic model for %s: the device "
+                          "description %s did not load (the error above)", what, device);
+        }
+        hx_sim_analytic_attach((struct starpu_codelet *)cl);
+        known(cl, 1);
+        return HX_OK;
     }
     const char *dir = getenv("STARPU_PERF_MODEL_DIR"), *host = getenv("STARPU_HOSTNAME");
     const char *home = getenv("STARPU_HOME") ? getenv("STARPU_HOME") : getenv("HOME");
