@@ -402,6 +402,9 @@ int cmd_simulate(int argc, char **argv)
                                                      : link_models(models, from, work, host);
 
     /* starpu_smpirun -np N -platform P -hostfile H helix-sim train REST --trace T --log=... */
+    char rpn[16];
+    int per_node = m.gpus_per_node > 0 ? m.gpus_per_node : 1; /* (fewer: the first node's) */
+    snprintf(rpn, sizeof rpn, "%d", ranks < per_node ? ranks : per_node);
     char np[16], platform[PATH_MAX + 16], hostfile[PATH_MAX + 16], trace[PATH_MAX + 16];
     snprintf(np, sizeof np, "%d", ranks);
     snprintf(platform, sizeof platform, "%s/cluster.xml", work);
@@ -418,7 +421,7 @@ int cmd_simulate(int argc, char **argv)
     while (hx_sim_smpi_flags[nflags] != NULL) {
         nflags++;
     }
-    char **all = calloc((size_t)(nhead + nrest + nflags + 4), sizeof *all);
+    char **all = calloc((size_t)(nhead + nrest + nflags + 6), sizeof *all);
     int k = 0;
     if (all == NULL) {
         fprintf(stderr, "helix simulate: error: out of memory\n");
@@ -433,6 +436,13 @@ int cmd_simulate(int argc, char **argv)
         if (user_trace == NULL) {
             all[k++] = "--trace";
             all[k++] = trace;
+        }
+        if (flags_peek_argv(nrest, rest, 0, "ranks-per-node") == NULL) {
+            /* one process holds every simulated rank, so MPI's local size says nothing: the
+             * machine's ranks per node do (intra- and inter-node lanes, MiCS, hierarchical
+             * collectives) */
+            all[k++] = "--ranks-per-node";
+            all[k++] = rpn;
         }
         for (int i = 0; i < nflags; i++) { /* SimGrid's, after the program's arguments */
             all[k++] = (char *)hx_sim_smpi_flags[i];

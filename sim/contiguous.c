@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* sim/contiguous.c: StarPU-MPI's messages as plain bytes under SimGrid's SMPI (the simulation
+ * flavour only: Makefile.am links it into sim/helix-sim; issue 23).
+ *
+ * StarPU-MPI describes a vector tile as MPI_Type_contiguous(n, MPI_BYTE) and a matrix tile as
+ * MPI_Type_vector(rows, cols x elemsize, ld x elemsize, MPI_BYTE).  SMPI treats every derived
+ * datatype as scattered: the send packs the payload into a buffer it allocates, the transfer
+ * copies it to another, and the receive unpacks that.  Those copies were most of a
+ * simulation's wall time (perf: 24% of it in memmove, page faults on folded memory next), and
+ * the packed buffers of the messages in flight its real memory (4.2 GB for ZeRO-3 on 8
+ * simulated ranks).  A dense datatype (lower bound 0, extent = size: no gaps) holds its
+ * bytes in order, so it is sent as that many MPI_BYTEs instead, through MPI's profiling
+ * interface; SMPI then sends from and receives into the buffers themselves, and copies
+ * nothing between folded ones (STARPU_MALLOC_SIMULATION_FOLDED: SMPI's shared memory).  The
+ * bytes that arrive are the same: StarPU-MPI's envelopes and helix's gathered trace text
+ * (runtime/trace.c) read them.  SMPI declares the MPI_* functions weak so that a program can
+ * define them; helix-sim is linked with -Bsymbolic-functions (Makefile.am), which binds
+ * StarPU-MPI's calls inside it to these definitions rather than to libsimgrid's. */
+#include <limits.h>
+
+#include <mpi.h>
+
+/* count elements of t as bytes, when t is dense: 1 and *bytes, else 0 */
+static int as_bytes(MPI_Datatype t, int count, int *bytes)
+{
+    int size;
+    MPI_Aint lb, extent;
+    if (t == MPI_BYTE || PMPI_Type_size(t, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS) {
+        return 0;
+    }
+    if (lb != 0 || extent != (MPI_Aint)size || (long long)size * count > INT_MAX) {
+        return 0;
+    }
+    *bytes = size * count;
+    return 1;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dst, int tag,
+                              MPI_Comm comm, MPI_Request *req)
+{
+    int n;
+    return as_bytes(t, count, &n) ? PMPI_Isend(buf, n, MPI_BYTE, dst, tag, comm, req)
+                                   : PMPI_Isend(buf, count, t, dst, tag, comm, req);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dst, int tag,
+                               MPI_Comm comm, MPI_Request *req)
+{
+    int n;
+    return as_bytes(t, count, &n) ? PMPI_Issend(buf, n, MPI_BYTE, dst, tag, comm, req)
+                                   : PMPI_Issend(buf, count, t, dst, tag, comm, req);
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype t, int dst, int tag,
+                             MPI_Comm comm)
+{
+    int n;
+    return as_bytes(t, count, &n) ? PMPI_Send(buf, n, MPI_BYTE, dst, tag, comm)
+                                   : PMPI_Send(buf, count, t, dst, tag, comm);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag,
+                              MPI_Comm comm, MPI_Request *req)
+{
+    int n;
+    return as_bytes(t, count, &n) ? PMPI_Irecv(buf, n, MPI_BYTE, src, tag, comm, req)
+                                   : PMPI_Irecv(buf, count, t, src, tag, comm, req);
+}
