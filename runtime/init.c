@@ -171,15 +171,6 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     }
     up_mpi = o->mpi;
     up = 1;
-    if (hx_runtime_simulated()) {
-        /* The buffers StarPU allocates in RAM itself (StarPU-MPI's scratch and received
-         * pieces, runtime/comm_smpi.c) fold too, as helix's tensors do (runtime/tensor.c):
-         * no kernel reads them.  Measured: 8 simulated ranks of a C=5120 layer held 4.4 GB
-         * of such buffers without this. */
-        starpu_malloc_on_node_set_default_flags(STARPU_MAIN_RAM, STARPU_MALLOC_PINNED |
-                                                STARPU_MALLOC_COUNT |
-                                                STARPU_MALLOC_SIMULATION_FOLDED);
-    }
     if ((ret = hx_devices_check(&conf)) != HX_OK) {
         hx_runtime_shutdown();
         return ret;

@@ -39,6 +39,8 @@ int hx_mpi_local_size(void)
 }
 
 #ifdef HX_SIMULATION
+#include "sim/payloads.h"
+
 /* The simulation flavour (sim/sim_config.h): SimGrid's MPI (SMPI) makes only StarPU-MPI's
  * own actor an MPI process; MPI called from helix's threads fails or deadlocks
  * (design/simulation.md).  StarPU-MPI initialised MPI before main started and knows the
@@ -52,6 +54,7 @@ int hx_mpi_init(int *argc, char ***argv)
     starpu_mpi_comm_rank(MPI_COMM_WORLD, &world_rank);
     starpu_mpi_comm_size(MPI_COMM_WORLD, &world_size);
     hx_error_set_rank(world_rank, world_size);
+    hx_sim_payloads_install(); /* SMPI copies envelopes, not tiles (sim/contiguous.c) */
     return HX_OK;
 }
 

@@ -5,7 +5,7 @@
  * and zeroed, so a tensor nobody wrote reads as zeros, never as garbage.  With device workers
  * running they are also pinned (page-locked, StarPU's allocator), so StarPU's copies to and
  * from a device are asynchronous DMA instead of staged ones (it warns otherwise).  In a
- * simulation they are folded and not zeroed: no kernel runs to read them. */
+ * simulation they are not zeroed, so never backed: no kernel runs to read them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,17 +59,18 @@ static void free_data(struct hx_tensor *t)
     t->data = NULL;
 }
 
-/* The flags of StarPU's allocator for a tensor's host copy, 0 for the C library's:
- *   - pinned (page-locked) while device workers run, so StarPU's copies to and from them are
- *     DMA;
- *   - folded in a simulation (STARPU_MALLOC_SIMULATION_FOLDED: every page of the allocation
- *     maps the same few physical pages), so a model far larger than this machine's memory
- *     takes almost none.  No kernel reads it there, and the host code that would read data
- *     skips (issue 23).  A 2-layer GPT-2 124M step took 2.5 GB without it. */
+/* The flags of StarPU's allocator for a tensor's host copy, 0 for the C library's: pinned
+ * (page-locked) while device workers run, so StarPU's copies to and from them are DMA.  A
+ * simulation takes the C library's and never touches the buffer (no memset: no kernel reads
+ * it, and the host code that would read data skips), so the kernel backs none of it: a model
+ * far larger than this machine's memory takes almost none.  (StarPU's folded allocation,
+ * STARPU_MALLOC_SIMULATION_FOLDED, maps and populates a file block per 64 MiB of every
+ * tensor: 64 simulated ranks of a 10B model spent minutes in page tables.)  SMPI copies no
+ * payload into them either (sim/contiguous.c). */
 static int starpu_alloc_flags(void)
 {
     if (hx_runtime_simulated()) {
-        return STARPU_MALLOC_SIMULATION_FOLDED;
+        return 0;
     }
     return hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0 ? STARPU_MALLOC_PINNED : 0;
 }
@@ -99,7 +100,7 @@ int hx_tensor_realize(struct hx_tensor *t)
         return HX_ERR(HX_ENOMEM, "tensor %s (%d x %d, %zu bytes): allocation failed; use a "
                       "smaller model or batch", t->name, t->rows, t->cols, bytes);
     }
-    if (!hx_runtime_simulated()) { /* (folded pages: nothing to clear, no reader) */
+    if (!hx_runtime_simulated()) { /* (untouched pages: nothing to clear, no reader) */
         memset(t->data, 0, alloc);
     }
     size_t es = hx_dtype_size(t->dtype);

@@ -41,6 +41,7 @@
 #include "helix/mesh.h"
 #include "helix/runtime.h"
 #include "helix/trace.h"
+#include "sim/payloads.h"
 
 struct event {
     const struct hx_node *node;
@@ -334,7 +335,8 @@ static int gather_text(MPI_Comm comm, const char *mine, size_t len, char **all, 
 
 /* gather_text for the simulation flavour, where SMPI runs no MPI call of ours: StarPU-MPI's
  * blocking point-to-point on registered buffers (StarPU is still up), each rank's length
- * then its text, to rank 0 in rank order.  One simulated clock: no shift to measure. */
+ * then its text in pieces SMPI copies (sim/payloads.h), to rank 0 in rank order.  One
+ * simulated clock: no shift to measure. */
 #define SIM_TRACE_TAG ((starpu_mpi_tag_t)0x7f << 56) /* above every channel's (comm_smpi.c) */
 static int gather_text_simulated(int rank, int size, const char *mine, size_t len, char **all,
                                  size_t *total)
@@ -347,8 +349,10 @@ static int gather_text_simulated(int rank, int size, const char *mine, size_t le
         starpu_variable_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)&n, sizeof n);
         starpu_mpi_send(h, 0, SIM_TRACE_TAG, MPI_COMM_WORLD);
         starpu_data_unregister(h);
-        if (n > 0) {
-            starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)mine, (uint32_t)n, 1);
+        for (long at = 0; at < n; at += HX_SIM_COPY_MAX) { /* (SMPI copies pieces this size) */
+            long piece = n - at < HX_SIM_COPY_MAX ? n - at : HX_SIM_COPY_MAX;
+            starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)(mine + at),
+                                        (uint32_t)piece, 1);
             starpu_mpi_send(h, 0, SIM_TRACE_TAG + 1, MPI_COMM_WORLD);
             starpu_data_unregister(h);
         }
@@ -373,11 +377,13 @@ static int gather_text_simulated(int rank, int size, const char *mine, size_t le
                           at + (size_t)n + 1);
         }
         buf = grown;
-        if (n > 0) {
-            starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)(buf + at), (uint32_t)n, 1);
+        for (long got = 0; got < n; got += HX_SIM_COPY_MAX) {
+            long piece = n - got < HX_SIM_COPY_MAX ? n - got : HX_SIM_COPY_MAX;
+            starpu_vector_data_register(&h, STARPU_MAIN_RAM, (uintptr_t)(buf + at),
+                                        (uint32_t)piece, 1);
             starpu_mpi_recv(h, r, SIM_TRACE_TAG + 1, MPI_COMM_WORLD, &st);
             starpu_data_unregister(h);
-            at += (size_t)n;
+            at += (size_t)piece;
         }
     }
     *all = buf;

@@ -6,19 +6,39 @@
  * MPI_Type_vector(rows, cols x elemsize, ld x elemsize, MPI_BYTE).  SMPI treats every derived
  * datatype as scattered: the send packs the payload into a buffer it allocates, the transfer
  * copies it to another, and the receive unpacks that.  Those copies were most of a
- * simulation's wall time (perf: 24% of it in memmove, page faults on folded memory next), and
- * the packed buffers of the messages in flight its real memory (4.2 GB for ZeRO-3 on 8
- * simulated ranks).  A dense datatype (lower bound 0, extent = size: no gaps) holds its
+ * simulation's wall time (perf: 24% of it in memmove, page faults next), and the packed
+ * buffers of the messages in flight its real memory (4.2 GB for ZeRO-3 on 8 simulated
+ * ranks).  A dense datatype (lower bound 0, extent = size: no gaps) holds its
  * bytes in order, so it is sent as that many MPI_BYTEs instead, through MPI's profiling
- * interface; SMPI then sends from and receives into the buffers themselves, and copies
- * nothing between folded ones (STARPU_MALLOC_SIMULATION_FOLDED: SMPI's shared memory).  The
- * bytes that arrive are the same: StarPU-MPI's envelopes and helix's gathered trace text
- * (runtime/trace.c) read them.  SMPI declares the MPI_* functions weak so that a program can
+ * interface; SMPI then sends from and receives into the buffers themselves.  And it copies
+ * the payload only of messages up to HX_SIM_COPY_MAX bytes (sim/payloads.h): StarPU-MPI's
+ * envelopes and helix's gathered trace text (runtime/trace.c) are read; a tile's bytes are
+ * not, and left uncopied its buffers are never touched, so never backed by memory.  SMPI declares the MPI_* functions weak so that a program can
  * define them; helix-sim is linked with -Bsymbolic-functions (Makefile.am), which binds
  * StarPU-MPI's calls inside it to these definitions rather than to libsimgrid's. */
 #include <limits.h>
+#include <stddef.h>
 
 #include <mpi.h>
+
+#include "sim/payloads.h"
+
+/* SMPI's own copy of a message's payload.  SimGrid 3.32 (Debian 12's libsimgrid-dev) declares
+ * it for C++ only (smpi.h): this is its C++ name. */
+extern void hx_smpi_copy_payload(void *comm, void *buff, size_t size) __asm__(
+    "_Z30smpi_comm_copy_buffer_callbackPN7simgrid6kernel8activity8CommImplEPvm");
+
+static void copy_small(smx_activity_t comm, void *buff, size_t size)
+{
+    if (size <= HX_SIM_COPY_MAX) {
+        hx_smpi_copy_payload((void *)comm, buff, size);
+    }
+}
+
+void hx_sim_payloads_install(void)
+{
+    smpi_comm_set_copy_data_callback(copy_small);
+}
 
 /* count elements of t as bytes, when t is dense: 1 and *bytes, else 0 */
 static int as_bytes(MPI_Datatype t, int count, int *bytes)

@@ -50,8 +50,8 @@ struct hx_tensor {
     int grad_of;              /**< grads and moments: id of their parameter, else -1 */
     void *data;               /**< rows*cols elements (64-byte aligned), NULL until realized */
     void **handles;           /**< ntiles starpu_data_handle_t, NULL until realized */
-    int pinned;               /**< flags of starpu_malloc_flags (page-locked for devices, folded in a
-                                   simulation); 0: the C library allocated data */
+    int pinned;               /**< flags of starpu_malloc_flags (page-locked, for devices); 0: the
+                                   C library allocated data */
 };
 
 typedef struct hx_tensor *hx_tensor_t;
