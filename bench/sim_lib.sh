@@ -22,7 +22,7 @@ sim_init() {
     SIM_OUT=$(mktemp -d "${TMPDIR:-/tmp}/hx-$(basename "$0" .sh).XXXXXX") || exit 2
 }
 sim_run() {
-    name=$1
+    local name=$1 start pid peak s p v rc
     shift
     start=$(date +%s.%N)
     "$HELIX" simulate "$@" >"$SIM_OUT/$name.log" 2>&1 &
