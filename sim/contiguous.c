@@ -15,7 +15,15 @@
  * envelopes and helix's gathered trace text (runtime/trace.c) are read; a tile's bytes are
  * not, and left uncopied its buffers are never touched, so never backed by memory.  SMPI declares the MPI_* functions weak so that a program can
  * define them; helix-sim is linked with -Bsymbolic-functions (Makefile.am), which binds
- * StarPU-MPI's calls inside it to these definitions rather than to libsimgrid's. */
+ * StarPU-MPI's calls inside it to these definitions rather than to libsimgrid's.
+ *
+ * Timing: a ping-pong of 1 MiB and of 64 MiB between this-bed's nodes (tests/sim/pingpong.c)
+ * takes 8796.830 and 561602.587 us one way with the derived datatype and as bytes alike.  The
+ * dp 2 step of tests/sim/simulate.sh went from 15.6 to 14.4 ms.  Our reading, not yet checked
+ * against SimGrid's source: SMPI sends a message under smpi/send-is-detached-thresh (64 KiB)
+ * eagerly, without waiting for the receiver, only when its datatype is not derived, and the
+ * tiny model's all-reduce pieces are that small.  Eager sends below 64 KiB are what Open
+ * MPI's TCP transport does (btl_tcp_eager_limit, 64 KiB). */
 #include <limits.h>
 #include <stddef.h>
 

@@ -56,7 +56,8 @@ static const char *usage_text =
     "                          (devices/NAME.device: peaks, bandwidths, efficiencies)\n"
     "  --keep DIR              write the platform, models and trace into DIR and keep them\n\n"
     "Every other flag is helix train's (helix train --help); --save, --load and sampling\n"
-    "are refused or left out: a simulation computes no weights.  Needs the simulation\n"
+    "are refused or left out: a simulation computes no weights.  HX_SIM_SMPI_FLAGS adds\n"
+    "SimGrid options (space-separated, e.g. --cfg=smpi/ois:0:0.002:0).  Needs the simulation\n"
     "flavour: scripts/setup --simgrid, then configure --with-starpu-simgrid.\n";
 
 struct sim_opts {
@@ -421,7 +422,16 @@ int cmd_simulate(int argc, char **argv)
     while (hx_sim_smpi_flags[nflags] != NULL) {
         nflags++;
     }
-    char **all = calloc((size_t)(nhead + nrest + nflags + 6), sizeof *all);
+    /* HX_SIM_SMPI_FLAGS: more SimGrid options, space-separated (e.g. SMPI's per-message
+     * software overheads, --cfg=smpi/ois:...: bench/sim_validate.sh) */
+    char *extra_text = getenv("HX_SIM_SMPI_FLAGS") ? strdup(getenv("HX_SIM_SMPI_FLAGS")) : NULL;
+    char *extra[16];
+    int nextra = 0;
+    for (char *tok = extra_text ? strtok(extra_text, " ") : NULL; tok != NULL && nextra < 16;
+         tok = strtok(NULL, " ")) {
+        extra[nextra++] = tok;
+    }
+    char **all = calloc((size_t)(nhead + nrest + nflags + 6 + nextra), sizeof *all);
     int k = 0;
     if (all == NULL) {
         fprintf(stderr, "helix simulate: error: out of memory\n");
@@ -448,6 +458,9 @@ int cmd_simulate(int argc, char **argv)
             all[k++] = (char *)hx_sim_smpi_flags[i];
         }
         all[k++] = "--log=root.thres:error"; /* SimGrid's start-up notes are noise here */
+        for (int i = 0; i < nextra; i++) { /* HX_SIM_SMPI_FLAGS: the user's, last */
+            all[k++] = extra[i];
+        }
         all[k] = NULL;
     }
     if (ret == 0) {
@@ -490,6 +503,7 @@ int cmd_simulate(int argc, char **argv)
         }
     }
     free(all);
+    free(extra_text);
     free(rest);
     return ret;
 }
