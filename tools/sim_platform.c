@@ -38,9 +38,11 @@ const char *const hx_sim_smpi_flags[] = {
     "--cfg=network/TCP-gamma:-1",   /* no window bound (0 would bound every flow to 0) */
     "--cfg=network/crosstraffic:0", /* no ACK flow on the reverse links */
     "--cfg=network/weight-S:0",     /* flows share a link equally, whatever their RTT */
-    /* folded memory (runtime/tensor.c) maps one file block per block of an allocation: with
-     * SMPI's default 1 MiB blocks, 64 ranks of a 10B model's layers ran past Linux's
-     * vm.max_map_count (65530) and SMPI aborted; 64 MiB blocks take 64x fewer maps */
+    /* SMPI's shared (folded) memory, STARPU_MALLOC_SIMULATION_FOLDED under SMPI, maps one
+     * file block per block of an allocation: with the default 1 MiB blocks, 64 ranks of a
+     * 10B model's layers ran past Linux's vm.max_map_count (65530) and SMPI aborted, when
+     * helix folded its tensors; 64 MiB blocks take 64x fewer maps.  helix no longer folds
+     * (runtime/tensor.c); a program that does (tests/sim/pingpong.c) still gains */
     "--cfg=smpi/shared-malloc-blocksize:67108864",
     NULL,
 };

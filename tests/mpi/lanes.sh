@@ -33,6 +33,16 @@ fi
 
 STARPU_NCPU=1 # lanes.c posts in submission order on one worker
 export STARPU_NCPU
+# StarPU measures the bus of a host it has not met (nodeA, nodeB: the bed's hostnames) at its
+# first start and writes the files under STARPU_HOME; two ranks of one node doing that at
+# once can read each other's half-written files: in the fresh-clone CI of 6c202ae, rank 0
+# aborted in _starpu_load_bus_performance_files.  So one rank per node meets them first.
+bus=$STARPU_HOME/.starpu/sampling/bus
+if [ ! -e "$bus/nodeA.config" ] || [ ! -e "$bus/nodeB.config" ]; then
+    timeout -k 10 120 "$NETBED" run -- -np 2 --host nodeA:1,nodeB:1 "$HELIX" train \
+        --preset tiny --train-iters 1 --eval-interval 0 --eval-iters 1 --sample-tokens 0 \
+        >"$TMP/bus.log" 2>&1 || diag <"$TMP/bus.log"
+fi
 n=0
 failed=0
 for backend in mpi starpu-mpi; do
