@@ -44,7 +44,7 @@ int hx_sim_analytic_on(void)
     }
     int s = state;
     starpu_pthread_mutex_unlock(&lock);
-    return s == -2 ? -1 : s == 1;
+    return s == 1;
 }
 
 /* The fraction of its last wave a GEMM with an (m, n) output fills: 1 when its blocks are a
