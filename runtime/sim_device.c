@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "helix/error.h"
+#include "runtime/kv_lines.h"
 #include "runtime/sim_device.h"
 
 struct key {
@@ -58,18 +59,6 @@ static int is_int_key(const struct key *k)
     return k->offset == AT(gpu_gemm_tile) || k->offset == AT(gpu_sms);
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s)) {
-        s++;
-    }
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) {
-        *--e = '\0';
-    }
-    return s;
-}
-
 static int set(struct hx_sim_device *d, const struct key *k, const char *v, const char *path,
                int line)
 {
@@ -115,24 +104,9 @@ int hx_sim_device_load(const char *path, struct hx_sim_device *d)
                       strerror(errno));
     }
     int seen[NKEYS] = { 0 }, line = 0, ret = HX_OK;
-    char buf[1024];
-    while (ret == HX_OK && fgets(buf, sizeof buf, f) != NULL) {
-        line++;
-        char *hash = strchr(buf, '#');
-        if (hash != NULL) {
-            *hash = '\0';
-        }
-        char *s = trim(buf);
-        if (*s == '\0') {
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (eq == NULL) {
-            ret = HX_ERR(HX_EINVAL, "%s:%d: '%s' is not a 'key = value' line", path, line, s);
-            break;
-        }
-        *eq = '\0';
-        char *name = trim(s), *value = trim(eq + 1);
+    char buf[1024], *name, *value;
+    while (ret == HX_OK && (ret = hx_kv_next(f, path, buf, sizeof buf, &line,
+                                             "gpu_sms = 132", &name, &value)) == 1) {
         int k = 0;
         while (k < NKEYS && strcmp(keys[k].name, name) != 0) {
             k++;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "helix/error.h"
+#include "runtime/kv_lines.h"
 #include "tools/sim_machine.h"
 #include "tools/tools.h"
 
@@ -210,46 +211,14 @@ static int set_value(const char *path, int line, const struct key *k, const char
     return HX_OK;
 }
 
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t') {
-        s++;
-    }
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' ||
-                     s[n - 1] == '\n')) {
-        s[--n] = '\0';
-    }
-    return s;
-}
-
 /* `key = value` lines, '#' comments: each key once, each value into @p m; line_of[k] is
  * the line of key k (0: absent). */
 static int parse_lines(const char *path, FILE *f, struct hx_sim_machine *m, int *line_of)
 {
-    char buf[512];
-    int line = 0;
-    while (fgets(buf, sizeof buf, f) != NULL) {
-        line++;
-        if (strchr(buf, '\n') == NULL && !feof(f)) {
-            return HX_ERR(HX_EINVAL, "%s:%d: line longer than %zu characters; a machine file "
-                          "holds short 'key = value' lines", path, line, sizeof buf - 2);
-        }
-        char *hash = strchr(buf, '#');
-        if (hash != NULL) {
-            *hash = '\0';
-        }
-        char *text = trim(buf);
-        if (*text == '\0') {
-            continue;
-        }
-        char *eq = strchr(text, '=');
-        if (eq == NULL) {
-            return HX_ERR(HX_EINVAL, "%s:%d: '%s' is not a 'key = value' line; e.g. 'nodes = 8' "
-                          "(machines/README.md)", path, line, flags_esc(text));
-        }
-        *eq = '\0';
-        char *name = trim(text), *value = trim(eq + 1);
+    char buf[512], *name, *value;
+    int line = 0, got;
+    while ((got = hx_kv_next(f, path, buf, sizeof buf, &line, "nodes = 8 (machines/README.md)",
+                             &name, &value)) == 1) {
         const struct key *k = find_key(name);
         if (k == NULL) {
             return unknown_key(path, line, name);
@@ -264,6 +233,9 @@ static int parse_lines(const char *path, FILE *f, struct hx_sim_machine *m, int 
         if (ret != HX_OK) {
             return ret;
         }
+    }
+    if (got != 0) {
+        return got;
     }
     if (ferror(f)) {
         return HX_ERR(HX_EIO, "reading machine file %s failed: %s", path, strerror(errno));
