@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime/smpi_internal.h: the parts of the StarPU-MPI backend (--comm-backend starpu-mpi),
+ * shared by its three files:
+ *   runtime/comm_smpi.c   the interface of comm_internal.h: a collective's bookkeeping, its
+ *                         numbering and tags, and its detached transfers;
+ *   runtime/smpi_algos.c  the algorithms: binomial tree, ring and recursive halving;
+ *   runtime/smpi_tasks.c  the local tasks: reductions, and copies between tiles and scratch.
+ * Every operation a collective submits (a transfer or a task) counts in c->pending and counts
+ * down in hx_smpi_one_done; a failed submission is reported once (hx_smpi_fail) and makes the
+ * later ones no-ops, so the collective's task still ends. */
+#ifndef HX_RUNTIME_SMPI_INTERNAL_H
+#define HX_RUNTIME_SMPI_INTERNAL_H
+
+#include <stddef.h>
+
+#include <starpu.h>
+
+#include "runtime/comm_internal.h"
+
+#define SMPI_TREE_MAX_BYTES (64 << 10)
+#define SMPI_MAX_STEPS 256
+#define SMPI_MAX_TENSORS 256
+
+struct hx_smpi_coll {
+    struct hx_coll_req r;          /* first: the engine hands it back to done() */
+    const struct hx_group *g;
+    int dtype;
+    size_t esize;
+    long number;                   /* this collective's number on its channel */
+    int ntensors;                  /* tensors added so far: the tag's tensor field */
+    int pending;                   /* operations submitted and not finished (atomic) */
+    int failed;                    /* a submission failed: reported, the task still ends */
+    int prio;                      /* of its reduction and copy tasks: its lane's (lane_prio) */
+};
+
+/* ---- transfers and bookkeeping (runtime/comm_smpi.c) ---- */
+
+/* A vector handle over @p n elements at @p p (RAM), or StarPU-allocated scratch (p NULL);
+ * unregistered once every operation submitted on it has run. */
+starpu_data_handle_t hx_smpi_vec(struct hx_smpi_coll *c, void *p, long n);
+/* Detached transfers of @p h with group rank @p peer; @p tensor and @p step make the tag. */
+void hx_smpi_isend(struct hx_smpi_coll *c, starpu_data_handle_t h, int to, int tensor, int step);
+void hx_smpi_irecv(struct hx_smpi_coll *c, starpu_data_handle_t h, int from, int tensor,
+                  int step);
+/* One submitted operation finished (a transfer's or a task's callback). */
+void hx_smpi_one_done(void *arg);
+/* Report a failed submission once; the collective's later operations become no-ops. */
+void hx_smpi_fail(struct hx_smpi_coll *c, const char *what, int ret);
+
+/* ---- local tasks (runtime/smpi_tasks.c), at the collective's lane priority ---- */
+
+/* acc := acc + in (or max), elementwise, in c's dtype */
+void hx_smpi_reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_data_handle_t in,
+                    int op);
+/* scratch @p h := the tile at @p tile */
+void hx_smpi_copy_in(struct hx_smpi_coll *c, starpu_data_handle_t h, const void *tile);
+/* the tile at @p tile := scratch @p h, or += with @p add */
+void hx_smpi_copy_out(struct hx_smpi_coll *c, starpu_data_handle_t h, void *tile, int add);
+/* dst := src, or dst += src with @p add; n elements of @p dtype (the copy-out's arithmetic,
+ * for callers that hold both pointers already) */
+void hx_smpi_put(void *dst, const void *src, long n, int dtype, int add);
+
+/* ---- algorithms (runtime/smpi_algos.c; group ranks, tags from tensor @p k) ---- */
+
+void hx_smpi_tree_bcast(struct hx_smpi_coll *c, starpu_data_handle_t h, int root, int k,
+                        int step0);
+void hx_smpi_tree_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
+void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
+void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
+
+#endif

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* runtime/smpi_tasks.c: the StarPU-MPI backend's local tasks (runtime/smpi_internal.h): the
+ * reduction acc := acc (+ | max) in, and the copies between a collective task's tile and
+ * StarPU-allocated scratch.  Plain StarPU tasks with CPU implementations and history models
+ * (what a simulation charges them), submitted at the collective's lane priority
+ * (runtime/comm_smpi.c, lane_prio).  Each follows its handles' data dependencies, so the
+ * algorithm, not the timing, fixes every sum. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <starpu.h>
+
+#include "helix/error.h"
+#include "helix/ops.h"
+#include "helix/tensor.h"
+#include "runtime/sim_models.h"
+#include "runtime/smpi_internal.h"
+
+/* ---- the reduction task: acc := acc (+ | max) in ---- */
+
+struct acc_args {
+    int dtype, reduce;
+};
+
+/* The reduction tasks' arguments, one per (dtype, op): cl_arg points here (never freed). */
+static const struct acc_args acc_args[3][2] = {
+    { { HX_F32, HX_SUM }, { HX_F32, HX_MAX } },
+    { { HX_F64, HX_SUM }, { HX_F64, HX_MAX } },
+    { { HX_I32, HX_SUM }, { HX_I32, HX_MAX } },
+};
+
+static void acc_cpu(void *buffers[], void *cl_arg)
+{
+    const struct acc_args *a = cl_arg;
+    long n = (long)STARPU_VECTOR_GET_NX(buffers[0]);
+    void *y = (void *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    const void *x = (const void *)STARPU_VECTOR_GET_PTR(buffers[1]);
+    int max = a->reduce == HX_MAX;
+    if (a->dtype == HX_F32) {
+        float *u = y;
+        const float *v = x;
+        for (long i = 0; i < n; i++) {
+            u[i] = max ? (v[i] > u[i] ? v[i] : u[i]) : u[i] + v[i];
+        }
+    } else if (a->dtype == HX_F64) {
+        double *u = y;
+        const double *v = x;
+        for (long i = 0; i < n; i++) {
+            u[i] = max ? (v[i] > u[i] ? v[i] : u[i]) : u[i] + v[i];
+        }
+    } else {
+        int32_t *u = y;
+        const int32_t *v = x;
+        for (long i = 0; i < n; i++) {
+            u[i] = max ? (v[i] > u[i] ? v[i] : u[i]) : u[i] + v[i];
+        }
+    }
+}
+
+/* History models, as every codelet of helix has: they are what a simulation (helix simulate)
+ * charges these tasks, calibrated by real runs like the others. */
+static struct starpu_perfmodel acc_model = { .type = STARPU_HISTORY_BASED,
+                                             .symbol = "hx_smpi_reduce" };
+static struct starpu_perfmodel copy_in_model = { .type = STARPU_HISTORY_BASED,
+                                                 .symbol = "hx_smpi_copy_in" };
+static struct starpu_perfmodel copy_out_model = { .type = STARPU_HISTORY_BASED,
+                                                  .symbol = "hx_smpi_copy_out" };
+
+static struct starpu_codelet acc_cl = {
+    .cpu_funcs = { acc_cpu },
+    .nbuffers = 2,
+    .modes = { STARPU_RW, STARPU_R },
+    .name = "smpi_reduce",
+    .model = &acc_model,
+};
+
+/* ---- copies between a task's tile (a pointer the collective's task holds) and scratch ----
+ * cl_arg: struct copy_args (freed by StarPU with the task).  Copy-in fills scratch from the
+ * tile; copy-out writes (or, for a reduce-scatter with accumulate, adds) scratch into it. */
+
+struct copy_args {
+    void *tile;
+    int dtype, add;
+};
+
+static void copy_in_cpu(void *buffers[], void *cl_arg)
+{
+    const struct copy_args *a = cl_arg;
+    size_t bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
+    memcpy((void *)STARPU_VECTOR_GET_PTR(buffers[0]), a->tile, bytes);
+}
+
+void hx_smpi_put(void *dst, const void *src, long n, int dtype, int add)
+{
+    if (!add) {
+        memcpy(dst, src, (size_t)n * hx_dtype_size((enum hx_dtype)dtype));
+    } else if (dtype == HX_F32) {
+        for (long i = 0; i < n; i++) {
+            ((float *)dst)[i] += ((const float *)src)[i];
+        }
+    } else if (dtype == HX_F64) {
+        for (long i = 0; i < n; i++) {
+            ((double *)dst)[i] += ((const double *)src)[i];
+        }
+    } else {
+        for (long i = 0; i < n; i++) {
+            ((int32_t *)dst)[i] += ((const int32_t *)src)[i];
+        }
+    }
+}
+
+static void copy_out_cpu(void *buffers[], void *cl_arg)
+{
+    const struct copy_args *a = cl_arg;
+    hx_smpi_put(a->tile, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
+        (long)STARPU_VECTOR_GET_NX(buffers[0]), a->dtype, a->add);
+}
+
+static struct starpu_codelet copy_in_cl = {
+    .cpu_funcs = { copy_in_cpu },
+    .nbuffers = 1,
+    .modes = { STARPU_W },
+    .name = "smpi_copy_in",
+    .model = &copy_in_model,
+};
+
+static struct starpu_codelet copy_out_cl = {
+    .cpu_funcs = { copy_out_cpu },
+    .nbuffers = 1,
+    .modes = { STARPU_R },
+    .name = "smpi_copy_out",
+    .model = &copy_out_model,
+};
+
+void hx_smpi_reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_data_handle_t in,
+                    int op)
+{
+    if (c->failed) {
+        return;
+    }
+    if (hx_sim_model_check(&acc_cl, "StarPU-MPI's reduction task") != HX_OK) {
+        c->failed = 1; /* (said) */
+        return;
+    }
+    int d = c->dtype == HX_F32 ? 0 : c->dtype == HX_F64 ? 1 : 2;
+    const struct acc_args *a = &acc_args[d][op == HX_MAX];
+    __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
+    int ret = starpu_task_insert(&acc_cl, STARPU_RW, acc, STARPU_R, in, STARPU_CL_ARGS_NFREE,
+                                 a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_one_done, c,
+                                 STARPU_PRIORITY, c->prio, 0);
+    if (ret != 0) {
+        __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
+        hx_smpi_fail(c, "submitting a reduction task", ret);
+    }
+}
+
+static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_handle_t h,
+                 void *tile, int add)
+{
+    if (c->failed) {
+        return;
+    }
+    if (hx_sim_model_check(cl, "StarPU-MPI's copy task") != HX_OK) {
+        c->failed = 1; /* (said) */
+        return;
+    }
+    struct copy_args *a = malloc(sizeof *a);
+    if (a == NULL) {
+        hx_smpi_fail(c, "allocating a copy task's arguments", ENOMEM);
+        return;
+    }
+    *a = (struct copy_args){ tile, c->dtype, add };
+    __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
+    int ret = starpu_task_insert(cl, cl == &copy_in_cl ? STARPU_W : STARPU_R, h, STARPU_CL_ARGS,
+                                 a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_one_done, c,
+                                 STARPU_PRIORITY, c->prio, 0);
+    if (ret != 0) {
+        __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
+        free(a);
+        hx_smpi_fail(c, "submitting a copy task", ret);
+    }
+}
+
+void hx_smpi_copy_in(struct hx_smpi_coll *c, starpu_data_handle_t h, const void *tile)
+{
+    copy(c, &copy_in_cl, h, (void *)tile, 0);
+}
+
+void hx_smpi_copy_out(struct hx_smpi_coll *c, starpu_data_handle_t h, void *tile, int add)
+{
+    copy(c, &copy_out_cl, h, tile, add);
+}
