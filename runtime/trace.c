@@ -188,7 +188,14 @@ static void write_rank(FILE *f, int rank, double shift_us)
     static const char *phases[HX_PHASE_COUNT] = { "forward", "backward-data", "backward-weight",
                                                   "optimizer", "recompute" };
     char host[256] = "?";
-    gethostname(host, sizeof host - 1);
+    const struct hx_mesh *mesh = hx_comm_mesh();
+    if (hx_runtime_simulated() && mesh != NULL && mesh->ranks_per_node > 0) {
+        /* every simulated rank runs on this machine: name its simulated node instead, as
+         * helix simulate's hostfile places it (tools/simulate.c: node0, node1, ...) */
+        snprintf(host, sizeof host, "node%d", hx_mesh_node(mesh, rank));
+    } else {
+        gethostname(host, sizeof host - 1);
+    }
     fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": "
             "\"rank %d (%s)\"}},\n{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": %d, "
             "\"args\": {\"sort_index\": %d}},\n", rank, rank, host, rank, rank);

@@ -40,7 +40,7 @@ step_ms() { sed -n 's/^step .*| \([0-9.]*\) ms\/step.*/\1/p' "$1"; }
 faster() { [ "$(awk -v a="$(step_ms "$1" | tail -n 1)" -v b="$(step_ms "$2" | tail -n 1)" \
     'BEGIN { print (a + 0 < b + 0) ? 1 : 0 }')" = 1 ]; }
 
-plan 16
+plan 17
 # shellcheck disable=SC2086
 run "$HELIX" simulate $SIM --perf-models "$MODELS"
 ok "simulate: 3 simulated steps on one rank of $(basename "$MACHINE")" \
@@ -74,6 +74,8 @@ awk -F' = ' '$1 == "nic_gbits_per_s" { print $1 " = " $2 / 2; next } { print }' 
 run "$HELIX" simulate --machine "$MACHINE" $DP2
 ok "simulate: dp 2 over this-bed's link: 3 simulated steps with all-reduces on both ranks" \
     'rc_is 0 && [ "$(step_ms "$OUT" | wc -l)" = 3 ] && [ "$(grep -c "^  allreduce" "$OUT")" = 2 ]'
+ok "simulate: the trace summary names each rank's simulated node (node0, node1), not this machine" \
+    'out_has "^rank 0 (node0)" && out_has "^rank 1 (node1)"'
 cp "$OUT" "$TMP/dp2"
 # shellcheck disable=SC2086
 run "$HELIX" simulate --machine "$TMP/slow.machine" $DP2
