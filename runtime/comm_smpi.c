@@ -171,11 +171,15 @@ enum hx_smpi_algo hx_smpi_algo_for(long bytes, int p)
     if (e != NULL && strcmp(e, "halving") == 0) { /* a power of two only: else the ring */
         return pow2 ? HX_SMPI_HALVING : HX_SMPI_RING;
     }
-    /* halving only when asked: on the bed's dp 4 (2+2 ranks, 1 Gbit/s) it put 1.0 n on the
-     * link against the ring's 1.5 n, yet its steps were slower (1.33x Open MPI's against the
-     * ring's 1.24x, 3 rounds each, bench/comm_backend.sh): the cores, not the link, bound
-     * those runs */
-    return bytes <= SMPI_TREE_MAX_BYTES ? HX_SMPI_TREE : HX_SMPI_RING;
+    /* halving for a power of two: on the bed's dp 4 (2+2 ranks, 1 Gbit/s) it puts 1.0 n on
+     * the link where the ring puts 1.5 n, and with a bucket's tiles packed into one
+     * all-reduce (flush_allreduce) its steps were 1.208x and 1.139x Open MPI's against the
+     * ring's 1.256x and 1.246x (bench/comm_backend.sh, two runs of 3 rounds each).  Before
+     * packing, with one all-reduce per tile, it was the slower (1.33x against 1.24x). */
+    if (bytes <= SMPI_TREE_MAX_BYTES) {
+        return HX_SMPI_TREE;
+    }
+    return pow2 ? HX_SMPI_HALVING : HX_SMPI_RING;
 }
 
 struct hx_smpi_coll *hx_smpi_begin(int ch, int seq, const char *op, int dtype,
@@ -232,6 +236,9 @@ static int next_tensor(struct hx_smpi_coll *c, long n)
     return k;
 }
 
+/* An all-reduce's tiles are kept here and reduced together by hx_smpi_end (flush_allreduce):
+ * a DDP bucket or a tensor is many tiles, and a ring per tile put one message per tile on each
+ * of the ring's 2(p - 1) steps. */
 int hx_smpi_allreduce(struct hx_smpi_coll *c, void *buf, long n, int reduce)
 {
     int k = next_tensor(c, n);
@@ -239,20 +246,116 @@ int hx_smpi_allreduce(struct hx_smpi_coll *c, void *buf, long n, int reduce)
         return HX_EUNSUPPORTED;
     }
     c->r.bytes += (double)n * (double)c->esize;
-    if (c->g->size == 1 || n == 0) {
-        return HX_OK;
+    if (c->g->size == 1 || n == 0 || c->failed) {
+        return c->failed ? HX_ERUNTIME : HX_OK;
     }
+    if (c->ntiles == c->cap_tiles) {
+        int cap = c->cap_tiles ? 2 * c->cap_tiles : 16;
+        struct hx_smpi_seg *t = realloc(c->tiles, (size_t)cap * sizeof *t);
+        int *tk = t != NULL ? realloc(c->tile_k, (size_t)cap * sizeof *tk) : NULL;
+        if (t != NULL) {
+            c->tiles = t;
+        }
+        if (tk == NULL) {
+            hx_smpi_fail(c, "keeping an all-reduce's tiles", ENOMEM);
+            return HX_ERUNTIME;
+        }
+        c->tile_k = tk;
+        c->cap_tiles = cap;
+    }
+    c->tiles[c->ntiles] = (struct hx_smpi_seg){ buf, n };
+    c->tile_k[c->ntiles++] = k;
+    c->packed += n;
+    c->reduce = reduce;
+    return HX_OK;
+}
+
+/* One tile's all-reduce, by the algorithm for its own size. */
+static void allreduce_tile(struct hx_smpi_coll *c, void *buf, long n, int k)
+{
     switch (hx_smpi_algo_for((long)((size_t)n * c->esize), c->g->size)) {
     case HX_SMPI_HALVING:
-        hx_smpi_halving_allreduce(c, buf, n, reduce, k);
+        hx_smpi_halving_allreduce(c, buf, n, c->reduce, k);
         break;
     case HX_SMPI_RING:
-        hx_smpi_ring_allreduce(c, buf, n, reduce, k);
+        hx_smpi_ring_allreduce(c, buf, n, c->reduce, k);
         break;
     default:
-        hx_smpi_tree_allreduce(c, buf, n, reduce, k);
+        hx_smpi_tree_allreduce(c, buf, n, c->reduce, k);
     }
-    return c->failed ? HX_ERUNTIME : HX_OK;
+}
+
+/* The pieces of the kept tiles that elements [lo, lo + cnt) of their concatenation cover. */
+static int cover(const struct hx_smpi_coll *c, long lo, long cnt, struct hx_smpi_seg *seg)
+{
+    int nseg = 0;
+    long at = 0, hi = lo + cnt;
+    for (int t = 0; t < c->ntiles && at < hi; t++) {
+        long t0 = at, t1 = at + c->tiles[t].n;
+        at = t1;
+        long a = lo > t0 ? lo : t0, b = hi < t1 ? hi : t1;
+        if (a < b) {
+            char *p = (char *)c->tiles[t].p + (size_t)(a - t0) * c->esize;
+            seg[nseg++] = (struct hx_smpi_seg){ p, b - a };
+        }
+    }
+    return nseg;
+}
+
+/* The kept tiles' all-reduce.  When the ring or halving is the algorithm for their total
+ * size, it runs once over their concatenation: chunk j (ops.h's split of the total) is
+ * gathered from the tiles into StarPU-allocated scratch by a copy task, goes through the
+ * algorithm, and is scattered back.  So each step sends one message per peer and chunk
+ * whatever the tile count (a DDP bucket of 15 tiles sent 15), for one more copy of the data
+ * in memory.  Every element is still summed in the algorithm's fixed order for its chunk, so
+ * the result is the same bits under any policy or timing (not the per-tile all-reduces' bits:
+ * an element's chunk is not the same).  Otherwise (a total the tree takes, HX_SMPI_ALGO=tree,
+ * HX_SMPI_PACK=0, or one tile) each tile goes by the algorithm for its own size, as before
+ * packing.  Measured on scripts/netbed: bench/README.md, "The StarPU-MPI backend on the bed". */
+static void flush_allreduce(struct hx_smpi_coll *c)
+{
+    int p = c->g->size;
+    long n = c->packed;
+    const char *e = getenv("HX_SMPI_PACK");
+    enum hx_smpi_algo algo = hx_smpi_algo_for((long)((size_t)n * c->esize), p);
+    int pack = c->ntiles > 1 && !(e != NULL && strcmp(e, "0") == 0) && algo != HX_SMPI_TREE &&
+               hx_split_count(n, p, 0) <= (long)UINT32_MAX;
+    if (!pack) {
+        for (int t = 0; t < c->ntiles && !c->failed; t++) {
+            allreduce_tile(c, c->tiles[t].p, c->tiles[t].n, c->tile_k[t]);
+        }
+    } else {
+        struct hx_smpi_seg *seg = malloc((size_t)c->ntiles * sizeof *seg);
+        starpu_data_handle_t chunk[SMPI_MAX_STEPS] = { 0 };
+        if (seg == NULL) {
+            hx_smpi_fail(c, "packing an all-reduce's tiles", ENOMEM);
+        }
+        for (int j = 0; j < p && !c->failed; j++) {
+            long cnt = hx_split_count(n, p, j);
+            if (cnt > 0) {
+                chunk[j] = hx_smpi_vec(c, NULL, cnt);
+                hx_smpi_gather(c, chunk[j], seg, cover(c, hx_split_offset(n, p, j), cnt, seg));
+            }
+        }
+        if (algo == HX_SMPI_HALVING) {
+            hx_smpi_halving_chunks(c, chunk, n, c->reduce, c->tile_k[0]);
+        } else {
+            hx_smpi_ring_chunks(c, chunk, n, c->reduce, c->tile_k[0]);
+        }
+        for (int j = 0; j < p; j++) {
+            if (chunk[j] != NULL) {
+                long cnt = hx_split_count(n, p, j);
+                hx_smpi_scatter(c, chunk[j], seg, cover(c, hx_split_offset(n, p, j), cnt, seg));
+                starpu_data_unregister_submit(chunk[j]);
+            }
+        }
+        free(seg);
+    }
+    free(c->tiles);
+    free(c->tile_k);
+    c->tiles = NULL;
+    c->tile_k = NULL;
+    c->ntiles = c->cap_tiles = 0;
 }
 
 int hx_smpi_broadcast(struct hx_smpi_coll *c, void *buf, long n, int root)
@@ -436,6 +539,9 @@ int hx_smpi_recv(struct hx_smpi_coll *c, void *buf, long n, int peer)
 void hx_smpi_end(struct hx_smpi_coll *c, int ok)
 {
     (void)ok; /* what was submitted runs either way: a peer waits for it */
+    if (c->ntiles > 0) {
+        flush_allreduce(c);
+    }
     if (__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) == 0 && c->g->size == 1) {
         hx_comm_local_done(&c->r);
         free(c);

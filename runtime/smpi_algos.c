@@ -4,8 +4,10 @@
  * between them is hx_smpi_algo_for's (runtime/comm_smpi.c).
  *
  * Algorithms (p ranks, n elements, a latency alpha per message, beta per byte, gamma per
- * element reduced), chosen per tensor by size (HX_SMPI_ALGO=ring|tree|halving overrides:
- * halving, for a power of two of ranks, only when asked; hx_smpi_algo_for says why):
+ * element reduced), chosen by size and p (hx_smpi_algo_for says why; HX_SMPI_ALGO=ring|tree|
+ * halving overrides): the tree up to 64 KiB, above it halving for a power of two of ranks and
+ * the ring otherwise.  Above the tree, an all-reduce's tiles go through the algorithm once,
+ * packed (runtime/comm_smpi.c, flush_allreduce):
  *   ring (large n; bandwidth-optimal): reduce-scatter then all-gather over p chunks (ops.h's
  *     split rule), 2(p-1) steps each moving n/p:  2(p-1) alpha + 2 (p-1)/p n beta
  *     + (p-1)/p n gamma.  Chunk c is summed along the ring starting at group rank c:
@@ -74,18 +76,13 @@ void hx_smpi_tree_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
     }
 }
 
-/* Reduce-scatter then all-gather around the ring me -> me + 1. */
-void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
+/* Reduce-scatter then all-gather around the ring me -> me + 1, over the chunks of @p n. */
+void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
+                         int k)
 {
     int p = c->g->size, me = c->g->rank;
     int next = (me + 1) % p, prev = (me + p - 1) % p;
-    starpu_data_handle_t chunk[SMPI_MAX_STEPS], tmp[SMPI_MAX_STEPS];
-    for (int j = 0; j < p; j++) {
-        long cnt = hx_split_count(n, p, j);
-        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
-        chunk[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
-        tmp[j] = NULL;
-    }
+    starpu_data_handle_t tmp[SMPI_MAX_STEPS] = { 0 };
     for (int s = 0; s < p - 1; s++) { /* reduce-scatter: chunk (me - s) goes on */
         int out = (me - s + 2 * p) % p, in = (me - s - 1 + 2 * p) % p;
         if (chunk[out] != NULL) {
@@ -107,11 +104,25 @@ void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
         }
     }
     for (int j = 0; j < p; j++) {
-        if (chunk[j] != NULL) {
-            starpu_data_unregister_submit(chunk[j]);
-        }
         if (tmp[j] != NULL) {
             starpu_data_unregister_submit(tmp[j]);
+        }
+    }
+}
+
+void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
+{
+    int p = c->g->size;
+    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
+    for (int j = 0; j < p; j++) {
+        long cnt = hx_split_count(n, p, j);
+        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
+        chunk[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
+    }
+    hx_smpi_ring_chunks(c, chunk, n, op, k);
+    for (int j = 0; j < p; j++) {
+        if (chunk[j] != NULL) {
+            starpu_data_unregister_submit(chunk[j]);
         }
     }
 }
@@ -127,15 +138,10 @@ void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
  * (its two crossing edges carry 2(p-1)/p n each).  Cost: 2 log2 p alpha + 2 (p-1)/p n beta
  * + (p-1)/p n gamma, as the ring's bandwidth with log2 p latencies.  Every sum's order is
  * fixed by the algorithm: (x_a + x_a^1) + (x_a^2 + x_a^3) + ..., the same bits everywhere. */
-void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
+void hx_smpi_halving_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
+                            int k)
 {
     int p = c->g->size, me = c->g->rank;
-    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
-    for (int j = 0; j < p; j++) {
-        long cnt = hx_split_count(n, p, j);
-        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
-        chunk[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
-    }
     int lo = 0, hi = p, los[16], his[16], s = 0; /* my chunk range, before each halving */
     for (int d = 1; d < p; d <<= 1, s++) {
         int partner = me ^ d, mid = (lo + hi) / 2, low = (me & d) == 0;
@@ -170,6 +176,18 @@ void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op
         }
         lo = los[s], hi = his[s];
     }
+}
+
+void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
+{
+    int p = c->g->size;
+    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
+    for (int j = 0; j < p; j++) {
+        long cnt = hx_split_count(n, p, j);
+        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
+        chunk[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
+    }
+    hx_smpi_halving_chunks(c, chunk, n, op, k);
     for (int j = 0; j < p; j++) {
         if (chunk[j] != NULL) {
             starpu_data_unregister_submit(chunk[j]);

@@ -21,6 +21,12 @@
 #define SMPI_MAX_STEPS 256
 #define SMPI_MAX_TENSORS 256
 
+/* A piece of a tile: @p n elements at @p p (host memory the collective's task holds). */
+struct hx_smpi_seg {
+    void *p;
+    long n;
+};
+
 struct hx_smpi_coll {
     struct hx_coll_req r;          /* first: the engine hands it back to done() */
     const struct hx_group *g;
@@ -31,6 +37,11 @@ struct hx_smpi_coll {
     int pending;                   /* operations submitted and not finished (atomic) */
     int failed;                    /* a submission failed: reported, the task still ends */
     int prio;                      /* of its reduction and copy tasks: its lane's (lane_prio) */
+    /* an all-reduce's tiles, kept until hx_smpi_end packs them into one ring (comm_smpi.c) */
+    struct hx_smpi_seg *tiles;
+    int *tile_k;                   /* each tile's tensor field, for the unpacked fallback */
+    int ntiles, cap_tiles, reduce;
+    long packed;                   /* the kept tiles' elements */
 };
 
 /* ---- transfers and bookkeeping (runtime/comm_smpi.c) ---- */
@@ -56,6 +67,11 @@ void hx_smpi_reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_dat
 void hx_smpi_copy_in(struct hx_smpi_coll *c, starpu_data_handle_t h, const void *tile);
 /* the tile at @p tile := scratch @p h, or += with @p add */
 void hx_smpi_copy_out(struct hx_smpi_coll *c, starpu_data_handle_t h, void *tile, int add);
+/* scratch @p h := the segments one after another; the segments := scratch @p h */
+void hx_smpi_gather(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
+                    int nseg);
+void hx_smpi_scatter(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
+                     int nseg);
 /* dst := src, or dst += src with @p add; n elements of @p dtype (the copy-out's arithmetic,
  * for callers that hold both pointers already) */
 void hx_smpi_put(void *dst, const void *src, long n, int dtype, int add);
@@ -66,6 +82,12 @@ void hx_smpi_tree_bcast(struct hx_smpi_coll *c, starpu_data_handle_t h, int root
                         int step0);
 void hx_smpi_tree_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
 void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
+/* The ring over p chunk handles already made (ops.h's split of @p n; NULL for an empty one),
+ * which stay registered: the caller unregisters them. */
+void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
+                         int k);
 void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
+void hx_smpi_halving_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
+                            int k);
 
 #endif

@@ -76,20 +76,26 @@ static struct starpu_codelet acc_cl = {
     .model = &acc_model,
 };
 
-/* ---- copies between a task's tile (a pointer the collective's task holds) and scratch ----
- * cl_arg: struct copy_args (freed by StarPU with the task).  Copy-in fills scratch from the
- * tile; copy-out writes (or, for a reduce-scatter with accumulate, adds) scratch into it. */
+/* ---- copies between tiles (pointers the collective's task holds) and scratch ----
+ * cl_arg: struct copy_args (freed by StarPU with the task): the scratch handle's elements in
+ * order are the segments' (one tile, or for a packed all-reduce the pieces of several tiles
+ * that one chunk covers).  Copy-in gathers the segments into scratch; copy-out scatters
+ * scratch back (or, for a reduce-scatter with accumulate, adds it). */
 
 struct copy_args {
-    void *tile;
-    int dtype, add;
+    int dtype, add, nseg;
+    struct hx_smpi_seg seg[];
 };
 
 static void copy_in_cpu(void *buffers[], void *cl_arg)
 {
     const struct copy_args *a = cl_arg;
-    size_t bytes = STARPU_VECTOR_GET_NX(buffers[0]) * STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
-    memcpy((void *)STARPU_VECTOR_GET_PTR(buffers[0]), a->tile, bytes);
+    size_t esize = STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
+    char *dst = (char *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    for (int i = 0; i < a->nseg; i++) {
+        memcpy(dst, a->seg[i].p, (size_t)a->seg[i].n * esize);
+        dst += (size_t)a->seg[i].n * esize;
+    }
 }
 
 void hx_smpi_put(void *dst, const void *src, long n, int dtype, int add)
@@ -114,8 +120,12 @@ void hx_smpi_put(void *dst, const void *src, long n, int dtype, int add)
 static void copy_out_cpu(void *buffers[], void *cl_arg)
 {
     const struct copy_args *a = cl_arg;
-    hx_smpi_put(a->tile, (const void *)STARPU_VECTOR_GET_PTR(buffers[0]),
-        (long)STARPU_VECTOR_GET_NX(buffers[0]), a->dtype, a->add);
+    size_t esize = STARPU_VECTOR_GET_ELEMSIZE(buffers[0]);
+    const char *src = (const char *)STARPU_VECTOR_GET_PTR(buffers[0]);
+    for (int i = 0; i < a->nseg; i++) {
+        hx_smpi_put(a->seg[i].p, src, a->seg[i].n, a->dtype, a->add);
+        src += (size_t)a->seg[i].n * esize;
+    }
 }
 
 static struct starpu_codelet copy_in_cl = {
@@ -157,7 +167,7 @@ void hx_smpi_reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_dat
 }
 
 static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_handle_t h,
-                 void *tile, int add)
+                 const struct hx_smpi_seg *seg, int nseg, int add)
 {
     if (c->failed) {
         return;
@@ -166,15 +176,19 @@ static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_
         c->failed = 1; /* (said) */
         return;
     }
-    struct copy_args *a = malloc(sizeof *a);
+    size_t size = sizeof(struct copy_args) + (size_t)nseg * sizeof *seg;
+    struct copy_args *a = malloc(size);
     if (a == NULL) {
         hx_smpi_fail(c, "allocating a copy task's arguments", ENOMEM);
         return;
     }
-    *a = (struct copy_args){ tile, c->dtype, add };
+    a->dtype = c->dtype;
+    a->add = add;
+    a->nseg = nseg;
+    memcpy(a->seg, seg, (size_t)nseg * sizeof *seg);
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
     int ret = starpu_task_insert(cl, cl == &copy_in_cl ? STARPU_W : STARPU_R, h, STARPU_CL_ARGS,
-                                 a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_one_done, c,
+                                 a, size, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_one_done, c,
                                  STARPU_PRIORITY, c->prio, 0);
     if (ret != 0) {
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
@@ -185,10 +199,24 @@ static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_
 
 void hx_smpi_copy_in(struct hx_smpi_coll *c, starpu_data_handle_t h, const void *tile)
 {
-    copy(c, &copy_in_cl, h, (void *)tile, 0);
+    struct hx_smpi_seg seg = { (void *)tile, (long)starpu_vector_get_nx(h) };
+    copy(c, &copy_in_cl, h, &seg, 1, 0);
 }
 
 void hx_smpi_copy_out(struct hx_smpi_coll *c, starpu_data_handle_t h, void *tile, int add)
 {
-    copy(c, &copy_out_cl, h, tile, add);
+    struct hx_smpi_seg seg = { tile, (long)starpu_vector_get_nx(h) };
+    copy(c, &copy_out_cl, h, &seg, 1, add);
+}
+
+void hx_smpi_gather(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
+                    int nseg)
+{
+    copy(c, &copy_in_cl, h, seg, nseg, 0);
+}
+
+void hx_smpi_scatter(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
+                     int nseg)
+{
+    copy(c, &copy_out_cl, h, seg, nseg, 0);
 }
