@@ -105,6 +105,25 @@ starpu_data_handle_t hx_smpi_vec(struct hx_smpi_coll *c, void *p, long n)
     return h;
 }
 
+void hx_smpi_shares(struct hx_smpi_coll *c, void *buf, long total, starpu_data_handle_t *h)
+{
+    int p = c->g->size;
+    for (int j = 0; j < p; j++) {
+        long cnt = hx_split_count(total, p, j);
+        char *at = (char *)buf + (size_t)hx_split_offset(total, p, j) * c->esize;
+        h[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
+    }
+}
+
+void hx_smpi_unregister_all(starpu_data_handle_t *h, int n)
+{
+    for (int j = 0; j < n; j++) {
+        if (h[j] != NULL) {
+            starpu_data_unregister_submit(h[j]);
+        }
+    }
+}
+
 /* A detached transfer of @p h with group rank @p peer: a send (@p out) or a receive. */
 static void xfer(struct hx_smpi_coll *c, starpu_data_handle_t h, int peer, int tensor, int step,
                  int out)
@@ -374,26 +393,6 @@ int hx_smpi_broadcast(struct hx_smpi_coll *c, void *buf, long n, int root)
     return c->failed ? HX_ERUNTIME : HX_OK;
 }
 
-/* Handles over the p shares of @p buf (ops.h's split of @p total; NULL for an empty one). */
-static void shares(struct hx_smpi_coll *c, void *buf, long total, starpu_data_handle_t *h)
-{
-    int p = c->g->size;
-    for (int j = 0; j < p; j++) {
-        long cnt = hx_split_count(total, p, j);
-        char *at = (char *)buf + (size_t)hx_split_offset(total, p, j) * c->esize;
-        h[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
-    }
-}
-
-static void unregister_all(starpu_data_handle_t *h, int n)
-{
-    for (int j = 0; j < n; j++) {
-        if (h[j] != NULL) {
-            starpu_data_unregister_submit(h[j]);
-        }
-    }
-}
-
 int hx_smpi_allgather(struct hx_smpi_coll *c, const void *piece, void *full, long total)
 {
     int k = next_tensor(c, total), p = c->g->size, me = c->g->rank;
@@ -409,7 +408,7 @@ int hx_smpi_allgather(struct hx_smpi_coll *c, const void *piece, void *full, lon
         return c->failed ? HX_ERUNTIME : HX_OK;
     }
     starpu_data_handle_t h[SMPI_MAX_STEPS];
-    shares(c, full, total, h);
+    hx_smpi_shares(c, full, total, h);
     int next = (me + 1) % p, prev = (me + p - 1) % p;
     for (int s = 0; s < p - 1; s++) { /* ring: share me - s goes on, me - s - 1 arrives */
         int out = (me - s + 2 * p) % p, in = (me - s - 1 + 2 * p) % p;
@@ -420,7 +419,7 @@ int hx_smpi_allgather(struct hx_smpi_coll *c, const void *piece, void *full, lon
             hx_smpi_irecv(c, h[in], prev, k, s);
         }
     }
-    unregister_all(h, p);
+    hx_smpi_unregister_all(h, p);
     return c->failed ? HX_ERUNTIME : HX_OK;
 }
 
@@ -468,8 +467,8 @@ int hx_smpi_reduce_scatter(struct hx_smpi_coll *c, const void *full, void *piece
     if (h[me] != NULL) {
         hx_smpi_copy_out(c, h[me], piece, accumulate);
     }
-    unregister_all(h, p);
-    unregister_all(tmp, p);
+    hx_smpi_unregister_all(h, p);
+    hx_smpi_unregister_all(tmp, p);
     return c->failed ? HX_ERUNTIME : HX_OK;
 }
 

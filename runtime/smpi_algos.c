@@ -76,6 +76,16 @@ void hx_smpi_tree_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
     }
 }
 
+/* An algorithm over the p chunks of @p buf itself (one tile, not packed). */
+static void in_place(struct hx_smpi_coll *c, void *buf, long n, int op, int k,
+                     void (*algo)(struct hx_smpi_coll *, starpu_data_handle_t *, long, int, int))
+{
+    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
+    hx_smpi_shares(c, buf, n, chunk);
+    algo(c, chunk, n, op, k);
+    hx_smpi_unregister_all(chunk, c->g->size);
+}
+
 /* Reduce-scatter then all-gather around the ring me -> me + 1, over the chunks of @p n. */
 void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
                          int k)
@@ -103,28 +113,12 @@ void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, lo
             hx_smpi_irecv(c, chunk[in], prev, k, p - 1 + s);
         }
     }
-    for (int j = 0; j < p; j++) {
-        if (tmp[j] != NULL) {
-            starpu_data_unregister_submit(tmp[j]);
-        }
-    }
+    hx_smpi_unregister_all(tmp, p);
 }
 
 void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
 {
-    int p = c->g->size;
-    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
-    for (int j = 0; j < p; j++) {
-        long cnt = hx_split_count(n, p, j);
-        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
-        chunk[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
-    }
-    hx_smpi_ring_chunks(c, chunk, n, op, k);
-    for (int j = 0; j < p; j++) {
-        if (chunk[j] != NULL) {
-            starpu_data_unregister_submit(chunk[j]);
-        }
-    }
+    in_place(c, buf, n, op, k, hx_smpi_ring_chunks);
 }
 
 /* Recursive halving then recursive doubling (Rabenseifner's all-reduce), p a power of two.
@@ -180,17 +174,5 @@ void hx_smpi_halving_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk,
 
 void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k)
 {
-    int p = c->g->size;
-    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
-    for (int j = 0; j < p; j++) {
-        long cnt = hx_split_count(n, p, j);
-        char *at = (char *)buf + (size_t)hx_split_offset(n, p, j) * c->esize;
-        chunk[j] = cnt > 0 ? hx_smpi_vec(c, at, cnt) : NULL;
-    }
-    hx_smpi_halving_chunks(c, chunk, n, op, k);
-    for (int j = 0; j < p; j++) {
-        if (chunk[j] != NULL) {
-            starpu_data_unregister_submit(chunk[j]);
-        }
-    }
+    in_place(c, buf, n, op, k, hx_smpi_halving_chunks);
 }

@@ -49,6 +49,10 @@ struct hx_smpi_coll {
 /* A vector handle over @p n elements at @p p (RAM), or StarPU-allocated scratch (p NULL);
  * unregistered once every operation submitted on it has run. */
 starpu_data_handle_t hx_smpi_vec(struct hx_smpi_coll *c, void *p, long n);
+/* Handles over the p shares of @p buf (ops.h's split of @p total; NULL for an empty one). */
+void hx_smpi_shares(struct hx_smpi_coll *c, void *buf, long total, starpu_data_handle_t *h);
+/* starpu_data_unregister_submit on each of @p h[0..n-1] that is not NULL */
+void hx_smpi_unregister_all(starpu_data_handle_t *h, int n);
 /* Detached transfers of @p h with group rank @p peer; @p tensor and @p step make the tag. */
 void hx_smpi_isend(struct hx_smpi_coll *c, starpu_data_handle_t h, int to, int tensor, int step);
 void hx_smpi_irecv(struct hx_smpi_coll *c, starpu_data_handle_t h, int from, int tensor,
