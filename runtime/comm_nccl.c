@@ -8,9 +8,9 @@
  * one line of it has yet run on a GPU.
  *
  * Communicators.  hx_comm_open creates the MPI channels (runtime/comm.c), then calls
- * hx_nccl_open: one NCCL communicator per channel whose group has more than one rank.  Group
- * rank 0 draws an ncclUniqueId, MPI_Bcast carries it over the channel's MPI communicator,
- * and every member calls ncclCommInitRank(group size, id, group rank).  Every rank walks
+ * hx_nccl_open (runtime/nccl_open.c): one NCCL communicator per channel whose group has more
+ * than one rank.  Group rank 0 draws an ncclUniqueId, MPI_Bcast carries it over the
+ * channel's MPI communicator, and every member calls ncclCommInitRank(group size, id, group rank).  Every rank walks
  * the channels in kind order, as for MPI_Comm_split, and an init waits only for the members
  * of its own group, who reach it after the same earlier kinds, so the inits cannot wait on
  * each other in a cycle.  One GPU per rank, which is NCCL's model (a communicator per group
@@ -73,19 +73,10 @@
  * Test: tests/mpi/comm_backend.sh (the flag, the refusal, the symbols), tests/mpi/comm_poll.c
  * (the engine's polled requests on CPU, the type and op mapping), tests/device/table.c. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* CUDA 13's and NCCL's headers test __cplusplus and _MSC_FULL_VER without defining them in
- * C, which -Wundef -Werror refuses; the warning is theirs, not ours */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wundef"
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
-#pragma GCC diagnostic pop
 #include <starpu.h>
 
 #include "helix/error.h"
@@ -94,25 +85,18 @@
 #include "helix/runtime.h"
 #include "helix/tensor.h"
 #include "runtime/comm_internal.h"
+#include "runtime/nccl_internal.h"
 
 int hx_nccl_nodes[HX_NODE_MAXREFS];
 
-static struct channel {
-    ncclComm_t comm;      /* NULL: a group of one rank, or aborted after an error */
-    cudaStream_t stream;  /* every channel has one, also a group of one (its local copies) */
-    int size, rank;
-    int aborted;
-} C[HX_GROUP_COUNT];
-
-static int is_open;
-static int device = -1;            /* this rank's GPU (its CUDA workers' device) */
-static cublasHandle_t blas;        /* the accumulating reduce-scatters' axpy, one at a time */
-static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The backend's state: one per process, set by hx_nccl_open (runtime/nccl_open.c) and read
+ * by the collectives (runtime/comm_nccl.c). */
+struct hx_nccl_state hx_nccl = { .device = -1, .blas_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* One collective in flight.  `r` comes first: the engine hands it back to nccl_done. */
 struct hx_nccl_coll {
     struct hx_coll_req r;
-    struct channel *ch;
+    struct hx_nccl_channel *ch;
     int dtype;
     ncclDataType_t type;
     size_t esize;
@@ -159,7 +143,8 @@ static int nccl_fail(struct hx_nccl_coll *c, ncclResult_t rc, const char *call)
                        "GPU %d): %s failed: %s%s%s; a peer may have died or the ranks built "
                        "different graphs (NCCL_DEBUG=WARN says more)", c->r.op,
                        hx_group_name((enum hx_group_kind)c->r.channel), c->r.seq, c->r.bytes,
-                       peers, device, call, ncclGetErrorString(rc), *last ? ": " : "", last);
+                       peers, hx_nccl.device, call, ncclGetErrorString(rc), *last ? ": " : "",
+                       last);
 }
 
 static int cuda_fail(struct hx_nccl_coll *c, cudaError_t e, const char *call)
@@ -168,8 +153,8 @@ static int cuda_fail(struct hx_nccl_coll *c, cudaError_t e, const char *call)
     return HX_TASK_ERR(HX_ERUNTIME, "%s on channel %s (seq %d): %s on GPU %d failed: %s; check "
                        "the device (nvidia-smi) and that each rank sees its own GPU "
                        "(CUDA_VISIBLE_DEVICES)", c->r.op,
-                       hx_group_name((enum hx_group_kind)c->r.channel), c->r.seq, call, device,
-                       cudaGetErrorString(e));
+                       hx_group_name((enum hx_group_kind)c->r.channel), c->r.seq, call,
+                       hx_nccl.device, cudaGetErrorString(e));
 }
 
 static int nccl_ok(struct hx_nccl_coll *c, ncclResult_t rc, const char *call)
@@ -191,8 +176,8 @@ static __thread int thread_on_device = -1;
 static int nccl_poll(struct hx_coll_req *r)
 {
     struct hx_nccl_coll *c = (struct hx_nccl_coll *)r;
-    if (thread_on_device != device && cudaSetDevice(device) == cudaSuccess) {
-        thread_on_device = device;
+    if (thread_on_device != hx_nccl.device && cudaSetDevice(hx_nccl.device) == cudaSuccess) {
+        thread_on_device = hx_nccl.device;
     }
     cudaError_t e = cudaEventQuery(c->done);
     if (e == cudaSuccess) {
@@ -235,13 +220,13 @@ struct hx_nccl_coll *hx_nccl_begin(int ch, int seq, const char *op, int dtype,
         return NULL;
     }
     const char *name = hx_group_name((enum hx_group_kind)ch);
-    if (!is_open) {
+    if (!hx_nccl.is_open) {
         HX_TASK_ERR(HX_EINVAL, "%s on channel %s seq %d is an NCCL collective task, but the "
                     "channels were opened for MPI: open them with hx_comm_opts.backend = "
                     "HX_COMM_NCCL before submitting", op, name, seq);
         return NULL;
     }
-    if (C[ch].aborted) {
+    if (hx_nccl.ch[ch].aborted) {
         HX_TASK_ERR(HX_ERUNTIME, "%s on channel %s seq %d: the channel's NCCL communicator was "
                     "aborted after an earlier failure (reported above)", op, name, seq);
         return NULL;
@@ -266,12 +251,12 @@ struct hx_nccl_coll *hx_nccl_begin(int ch, int seq, const char *op, int dtype,
     c->r.seq = seq;
     c->r.op = op;
     c->r.started = hx_comm_count_start();
-    c->ch = &C[ch];
+    c->ch = &hx_nccl.ch[ch];
     c->dtype = dtype;
     c->type = (ncclDataType_t)type;
     c->esize = hx_dtype_size((enum hx_dtype)dtype);
     /* a CPU worker thread: NCCL and CUDA calls go to the rank's GPU */
-    if (cuda_ok(c, cudaSetDevice(device), "cudaSetDevice") != HX_OK) {
+    if (cuda_ok(c, cudaSetDevice(hx_nccl.device), "cudaSetDevice") != HX_OK) {
         free(c);
         return NULL;
     }
@@ -485,23 +470,23 @@ static void add_queued(struct hx_nccl_coll *c)
     static const double one_d = 1.0;
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     if (!c->failed && c->nacc > 0) {
-        pthread_mutex_lock(&blas_lock);
-        s = cublasSetStream(blas, c->ch->stream);
+        pthread_mutex_lock(&hx_nccl.blas_lock);
+        s = cublasSetStream(hx_nccl.blas, c->ch->stream);
         for (int i = 0; i < c->nacc && s == CUBLAS_STATUS_SUCCESS; i++) {
             s = c->dtype == HX_F32
-                    ? cublasSaxpy_64(blas, c->acc[i].n, &one_f, c->acc[i].src, 1,
+                    ? cublasSaxpy_64(hx_nccl.blas, c->acc[i].n, &one_f, c->acc[i].src, 1,
                                      c->acc[i].dst, 1)
-                    : cublasDaxpy_64(blas, c->acc[i].n, &one_d, c->acc[i].src, 1,
+                    : cublasDaxpy_64(hx_nccl.blas, c->acc[i].n, &one_d, c->acc[i].src, 1,
                                      c->acc[i].dst, 1);
         }
-        pthread_mutex_unlock(&blas_lock);
+        pthread_mutex_unlock(&hx_nccl.blas_lock);
     }
     if (s != CUBLAS_STATUS_SUCCESS) {
         c->failed = 1;
         HX_TASK_ERR(HX_ERUNTIME, "reduce_scatter on channel %s seq %d: adding the result to "
                     "its %d accumulated tensor%s on GPU %d failed: cuBLAS axpy: %s",
                     hx_group_name((enum hx_group_kind)c->r.channel), c->r.seq, c->nacc,
-                    c->nacc > 1 ? "s" : "", device, cublasGetStatusString(s));
+                    c->nacc > 1 ? "s" : "", hx_nccl.device, cublasGetStatusString(s));
     }
     for (int i = 0; i < c->nacc; i++) {
         if (c->acc[i].owned) {
@@ -538,172 +523,4 @@ void hx_nccl_end(struct hx_nccl_coll *c, int ok)
     /* only now: the engine cannot release the task before it holds the request */
     starpu_task_end_dep_add(c->r.task, 1);
     hx_comm_post(&c->r);
-}
-
-/* ---- lifecycle ---- */
-
-/* This rank's GPU: the device and memory node of its CUDA workers, which must be one. */
-static int find_device(int *node)
-{
-    int ndev = 0, other = -1;
-    *node = -1;
-    device = -1;
-    for (unsigned w = 0; w < starpu_worker_get_count(); w++) {
-        if (starpu_worker_get_type((int)w) != STARPU_CUDA_WORKER) {
-            continue;
-        }
-        int dev = starpu_worker_get_devid((int)w);
-        if (device < 0) {
-            device = dev;
-            *node = (int)starpu_worker_get_memory_node(w);
-            ndev = 1;
-        } else if (dev != device) {
-            other = dev;
-            ndev++;
-        }
-    }
-    if (device < 0) {
-        return HX_ERR(HX_EINVAL, "hx_comm_open: the NCCL backend reduces tiles in GPU memory, "
-                      "but StarPU started no CUDA worker (%d workers, none CUDA); start one "
-                      "(hx_runtime_opts.cuda = 1; helix train --cuda 1 or --compute-on cuda)",
-                      (int)starpu_worker_get_count());
-    }
-    if (ndev > 1) {
-        return HX_ERR(HX_EINVAL, "hx_comm_open: the NCCL backend drives one GPU per rank (one "
-                      "communicator per group and rank), but this rank's CUDA workers are on "
-                      "%d devices (e.g. %d and %d); launch one rank per GPU with one CUDA "
-                      "worker device each (--cuda 1)", ndev, device, other);
-    }
-    return HX_OK;
-}
-
-/* The lowest rank status of @p ok (1/0) over the world channel: every rank decides alike. */
-static int all_ok(const MPI_Comm *comms, int ok)
-{
-    int all = 0;
-    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comms[HX_GROUP_WORLD]) != MPI_SUCCESS) {
-        return 0;
-    }
-    return all;
-}
-
-static void free_channels(void)
-{
-    for (int k = 0; k < HX_GROUP_COUNT; k++) {
-        if (C[k].comm != NULL) {
-            ncclCommFinalize(C[k].comm); /* blocking: completes what is queued */
-            ncclCommDestroy(C[k].comm);
-        }
-        if (C[k].stream != NULL) {
-            cudaStreamDestroy(C[k].stream);
-        }
-        memset(&C[k], 0, sizeof C[k]);
-    }
-    if (blas != NULL) {
-        cublasDestroy(blas);
-        blas = NULL;
-    }
-}
-
-/* Streams and the cuBLAS handle on the rank's GPU: HX_OK or a reported error. */
-static int prepare_local(void)
-{
-    int lo = 0, hi = 0;
-    cudaError_t e = cudaSetDevice(device);
-    if (e == cudaSuccess) {
-        e = cudaDeviceGetStreamPriorityRange(&lo, &hi); /* hi: the highest priority */
-    }
-    for (int k = 0; k < HX_GROUP_COUNT && e == cudaSuccess; k++) {
-        e = cudaStreamCreateWithPriority(&C[k].stream, cudaStreamNonBlocking, hi);
-    }
-    if (e != cudaSuccess) {
-        return HX_ERR(HX_ERUNTIME, "hx_comm_open: preparing GPU %d for NCCL (device, %d "
-                      "streams) failed: %s; check the device (nvidia-smi) and "
-                      "CUDA_VISIBLE_DEVICES", device, HX_GROUP_COUNT, cudaGetErrorString(e));
-    }
-    cublasStatus_t s = cublasCreate(&blas);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        blas = NULL;
-        return HX_ERR(HX_ERUNTIME, "hx_comm_open: cublasCreate on GPU %d failed: %s", device,
-                      cublasGetStatusString(s));
-    }
-    return HX_OK;
-}
-
-int hx_nccl_open(const MPI_Comm *comms, const struct hx_mesh *m)
-{
-    int node = -1;
-    HX_ASSERT(!is_open, "the NCCL backend is already open");
-    if (!hx_runtime_is_up()) {
-        return HX_ERR(HX_EINVAL, "hx_comm_open with the NCCL backend before StarPU: call "
-                      "hx_runtime_init first (with a CUDA worker), then hx_comm_open");
-    }
-    int ret = find_device(&node);
-    ret = ret == HX_OK ? prepare_local() : ret;
-    /* ids: group rank 0 draws one, the channel's MPI communicator carries it with its status */
-    struct {
-        int ok;
-        ncclUniqueId id;
-    } msg[HX_GROUP_COUNT];
-    memset(msg, 0, sizeof msg);
-    for (int k = 0; k < HX_GROUP_COUNT; k++) {
-        const struct hx_group *g = &m->groups[k];
-        C[k].size = g->size;
-        C[k].rank = g->rank;
-        if (g->size == 1) {
-            continue;
-        }
-        if (g->rank == 0) {
-            msg[k].ok = ret == HX_OK && ncclGetUniqueId(&msg[k].id) == ncclSuccess;
-        }
-        /* every member takes part even after a local failure, or its peers would wait */
-        if (MPI_Bcast(&msg[k], (int)sizeof msg[k], MPI_BYTE, 0, comms[k]) != MPI_SUCCESS) {
-            msg[k].ok = 0;
-        }
-        if (!msg[k].ok && ret == HX_OK) {
-            ret = HX_ERR(HX_ERUNTIME, "hx_comm_open: channel %s (%d ranks): no ncclUniqueId "
-                         "from its group rank 0 (its GPU or NCCL failed there: see that "
-                         "rank's message)", hx_group_name((enum hx_group_kind)k), g->size);
-        }
-    }
-    if (!all_ok(comms, ret == HX_OK)) { /* nobody enters an init a peer will not join */
-        free_channels();
-        return ret != HX_OK ? ret : HX_ERR(HX_ERUNTIME, "hx_comm_open: another rank could not "
-                                           "prepare its GPU for NCCL (its message above)");
-    }
-    for (int k = 0; k < HX_GROUP_COUNT && ret == HX_OK; k++) {
-        if (C[k].size == 1) {
-            continue;
-        }
-        ncclResult_t rc = ncclCommInitRank(&C[k].comm, C[k].size, msg[k].id, C[k].rank);
-        if (rc != ncclSuccess) {
-            C[k].comm = NULL;
-            ret = HX_ERR(HX_ERUNTIME, "hx_comm_open: ncclCommInitRank for channel %s (%d ranks, "
-                         "this one %d, GPU %d) failed: %s; NCCL_DEBUG=INFO shows the transport "
-                         "it tried", hx_group_name((enum hx_group_kind)k), C[k].size,
-                         C[k].rank, device, ncclGetErrorString(rc));
-        }
-    }
-    if (!all_ok(comms, ret == HX_OK)) {
-        free_channels();
-        return ret != HX_OK ? ret : HX_ERR(HX_ERUNTIME, "hx_comm_open: NCCL failed on another "
-                                           "rank (its message above)");
-    }
-    hx_nccl_nodes[0] = STARPU_SPECIFIC_NODE_LOCAL; /* the token: RAM, for a CPU worker */
-    for (int i = 1; i < HX_NODE_MAXREFS; i++) {
-        hx_nccl_nodes[i] = node;
-    }
-    is_open = 1;
-    return HX_OK;
-}
-
-void hx_nccl_close(void)
-{
-    if (!is_open) {
-        return;
-    }
-    cudaSetDevice(device);
-    free_channels();
-    memset(hx_nccl_nodes, 0, sizeof(int) * HX_NODE_MAXREFS); /* RAM: valid for any StarPU */
-    is_open = 0;
 }
