@@ -8,12 +8,15 @@
  * it; and asking for more workers than devices is not an error, so the counts are checked
  * after the start, naming what was found.  With PoCL, POCL_DEVICES=basic (unless set) runs
  * kernels in StarPU's OpenCL worker thread instead of PoCL's own unbound threads, which
- * would fight the CPU workers for the cores.
+ * would fight the CPU workers for the cores.  And StarPU re-measures the bus whenever the
+ * OpenCL device count changes, so starts with OpenCL workers keep their own bus files
+ * (name_host_view).
  * Test: tests/device/runtime.sh. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <starpu.h>
 
@@ -81,6 +84,38 @@ static int opencl_devices(char *out, size_t cap, int *total)
     return accel;
 }
 #endif
+
+/* StarPU names its bus files after the host ($STARPU_HOSTNAME, else gethostname()) and
+ * measures the bus again whenever the OpenCL device count stored in them differs from the
+ * count it finds.  helix's starts without OpenCL workers hide the OpenCL ICDs (0 devices, in
+ * hx_devices_choose) and its starts with them do not, so on one STARPU_HOME every change of
+ * kind re-measured the bus, and a start reading the files while one of the other kind
+ * rewrote them aborted (measured: fresh-clone CI of 2863f0c, tests/device/runtime.sh, an
+ * assertion in load_bus_affinity_file_content).  Starts with OpenCL workers therefore name
+ * the host "<host>-opencl" unless the user set STARPU_HOSTNAME: one stable set of bus files
+ * (and perf models) per view of the machine.  Undone for a later start in the same process
+ * without OpenCL. */
+static void name_host_view(int nopencl)
+{
+#ifndef HX_SIMULATION /* tools/simulate.c names the simulated machine */
+    static int named_opencl_view;
+    if (nopencl > 0 && getenv("STARPU_HOSTNAME") == NULL) {
+        char host[256] = "localhost", name[300];
+        if (gethostname(host, sizeof host - 1) != 0) {
+            strcpy(host, "localhost");
+        }
+        host[sizeof host - 1] = '\0';
+        snprintf(name, sizeof name, "%s-opencl", host);
+        setenv("STARPU_HOSTNAME", name, 1);
+        named_opencl_view = 1;
+    } else if (nopencl == 0 && named_opencl_view) {
+        unsetenv("STARPU_HOSTNAME");
+        named_opencl_view = 0;
+    }
+#else
+    (void)nopencl;
+#endif
+}
 
 int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
 {
@@ -151,6 +186,7 @@ int hx_devices_choose(const struct hx_runtime_opts *o, struct hx_devices *d)
         }
     }
 #endif
+    name_host_view(nopencl);
     d->nopencl = nopencl;
     d->ncuda = ncuda;
     return HX_OK;

@@ -12,7 +12,7 @@ set -u
 device_require
 
 TINY="--preset tiny --train-iters 2 --progress-bar 0 --sample-tokens 0 --eval-interval 0"
-plan 7
+plan 8
 # shellcheck disable=SC2086
 run "$HELIX" train $TINY --opencl 1 --compute-on opencl
 ok "--opencl 1 --compute-on opencl trains and says where compute runs" \
@@ -49,4 +49,19 @@ ok "STARPU_NOPENCL=1 starts the OpenCL worker, the policy placing the tasks" \
 # shellcheck disable=SC2086
 run "$HELIX" train $TINY --opencl 1 --compute-on opencl --workers 1 --sched dmda
 ok "--compute-on opencl under StarPU's dmda trains" 'rc_is 0 && out_has "^done: 2 steps"'
+# StarPU re-measures the bus when the OpenCL device count in its files changes; starts with
+# and without OpenCL workers keep apart files (runtime/devices.c: name_host_view), so in one
+# STARPU_HOME each view is measured once, and never again as the kinds alternate
+home=$TMP/bus-home
+mkdir -p "$home"
+: >"$TMP/bus-err"
+for devices in "" "--opencl 1" "" "--opencl 1"; do
+    # shellcheck disable=SC2086
+    run env STARPU_HOME="$home" "$HELIX" train $TINY $devices
+    cat "$ERR" >>"$TMP/bus-err"
+done
+ok "alternating CPU-only and OpenCL starts: the bus measured once per view, never again" \
+    'rc_is 0 && [ "$(grep -c "No performance model for the bus" "$TMP/bus-err")" -eq 2 ] &&
+     ! grep -q "recalibrating" "$TMP/bus-err" &&
+     [ -e "$home/.starpu/sampling/bus/$(hostname)-opencl.config" ]'
 finish
