@@ -46,6 +46,7 @@ static void copy_small(smx_activity_t comm, void *buff, size_t size)
 void hx_sim_payloads_install(void)
 {
     smpi_comm_set_copy_data_callback(copy_small);
+    hx_sim_early_data_install();
 }
 
 /* count elements of t as bytes, when t is dense: 1 and *bytes, else 0 */

@@ -9,7 +9,12 @@
  * copied. */
 #define HX_SIM_COPY_MAX 65536
 
-/* Have SMPI copy only messages of at most HX_SIM_COPY_MAX bytes (once per process). */
+/* Have SMPI copy only messages of at most HX_SIM_COPY_MAX bytes, and StarPU-MPI's early
+ * data too (once per simulated rank). */
 void hx_sim_payloads_install(void);
+
+/* StarPU-MPI's unpack of early data above HX_SIM_COPY_MAX bytes copies nothing
+ * (sim/early_data.c); hx_sim_payloads_install calls it. */
+void hx_sim_early_data_install(void);
 
 #endif /* HX_SIM_PAYLOADS_H */
