@@ -11,9 +11,10 @@
 # Prints per case: the simulated step, the wall time of the whole simulation (start-up
 # included) and its peak memory (PSS, bench/sim_lib.sh).
 #   bench/sim_scale.sh [--gpus "8 64 256"] [--iters N] [BUILD_DIR]
-# Needs vm.max_map_count well above Linux's default 65530 for 64 GPUs and more (folded
-# memory maps a file block per 64 MiB of every simulated rank's tensors): sysctl -w
-# vm.max_map_count=1048576.  Exit: 0 every case simulated, 1 one failed, 2 bad usage.
+# Needs vm.max_map_count far above Linux's default 65530 for 64 GPUs and more: SimGrid maps
+# each actor's stack twice (stack and guard page), and StarPU-MPI runs an actor per pending
+# request; the 32-layer 64-GPU step passed 1.39M maps (bench/README.md): sysctl -w
+# vm.max_map_count=4194304.  Exit: 0 every case simulated, 1 one failed, 2 bad usage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/sim_lib.sh"
@@ -28,9 +29,10 @@ while [ $# -gt 0 ]; do
     shift
 done
 sim_init "$build"
-if [ "$(cat /proc/sys/vm/max_map_count)" -lt 1000000 ]; then
+if [ "$(cat /proc/sys/vm/max_map_count)" -lt 4000000 ]; then
     echo "sim_scale.sh: warning: vm.max_map_count is $(cat /proc/sys/vm/max_map_count);" \
-        "64 simulated GPUs and more need ~1M (sysctl -w vm.max_map_count=1048576)" >&2
+        "64 simulated GPUs and more need millions (SimGrid maps each actor's stack twice," \
+        "and StarPU-MPI runs one per pending request: sysctl -w vm.max_map_count=4194304)" >&2
 fi
 model="--num-layers 32 --hidden-size 5120 --num-attention-heads 40 --seq-length 2048
  --max-position-embeddings 2048 --vocab-size 50304 --micro-batch-size 1"
