@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helix/runtime.h"
 #include "tools/tools.h"
@@ -24,6 +25,18 @@ int tools_output_error(FILE *f)
         stdout_errno = err;
     }
     return stdout_errno;
+}
+
+void tools_stdout_to_stderr(void)
+{
+    fflush(stderr);
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) {
+        clearerr(stdout);
+        /* line by line, as on the pty it replaces: a pipe would buffer whole blocks, and a
+         * process forked meanwhile (the checkpoint writer) would hold a copy of them */
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        stdout_errno = 0;
+    }
 }
 
 int tools_close_stdout(int status)

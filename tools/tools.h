@@ -99,5 +99,9 @@ int tools_agree_settings(int rank, const char *text);
  * and 1; else @p status (a failure already reported keeps its one line). */
 int tools_output_error(FILE *f);
 int tools_close_stdout(int status);
+/* After a lost stdout that is not a failure (helix train stopping on a signal while mpirun
+ * takes down its output forwarding): what is printed from then on goes to stderr, and the
+ * kept error is dropped. */
+void tools_stdout_to_stderr(void);
 
 #endif /* HX_TOOLS_H */

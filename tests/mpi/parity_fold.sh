@@ -15,8 +15,8 @@ plan 14
 parity_reference
 parity_check fold2 2 --pipeline-model-parallel-size 2 --pipeline-fold
 parity_check fold4 4 --pipeline-model-parallel-size 4 --pipeline-fold --ranks-per-node 2
-parity_check fold2xtp2-sp 4 --pipeline-model-parallel-size 2 --pipeline-fold \
+parity_heavy parity_check fold2xtp2-sp 4 --pipeline-model-parallel-size 2 --pipeline-fold \
     --tensor-model-parallel-size 2 --sequence-parallel --ranks-per-node 2
-parity_check fold2xdp2 4 --pipeline-model-parallel-size 2 --pipeline-fold --ranks-per-node 2 \
+parity_heavy parity_check fold2xdp2 4 --pipeline-model-parallel-size 2 --pipeline-fold --ranks-per-node 2 \
     --ddp-bucket-size 20000
 finish

@@ -15,8 +15,8 @@ plan 18
 parity_bitwise serial "" 1
 parity_bitwise serial-sel serial 1 --recompute-activations selective
 parity_bitwise serial-full serial 1 --recompute-activations full
-parity_bitwise dp2 "" 2 --ranks-per-node 2
-parity_bitwise dp2-full dp2 2 --ranks-per-node 2 --recompute-activations full
+parity_heavy parity_bitwise dp2 "" 2 --ranks-per-node 2
+parity_heavy parity_bitwise dp2-full dp2 2 --ranks-per-node 2 --recompute-activations full
 parity_bitwise tp2sp "" 2 --tensor-model-parallel-size 2 --sequence-parallel --ranks-per-node 2
 parity_bitwise tp2sp-sel tp2sp 2 --tensor-model-parallel-size 2 --sequence-parallel \
     --ranks-per-node 2 \

@@ -22,10 +22,10 @@ parity_reference
     parity_bitwise smpi-dp2-eager smpi-dp2 2 $SMPI --sched eager
     parity_bitwise smpi-dp2-lws smpi-dp2 2 $SMPI --sched lws
     parity_check smpi-tp2-sp 2 $SMPI --tensor-model-parallel-size 2 --sequence-parallel
-    parity_check_heavy smpi-dp2xtp2 4 $SMPI --tensor-model-parallel-size 2 --ranks-per-node 2
-    parity_check_heavy smpi-zero3 4 $SMPI --zero-stage 3 --ranks-per-node 2
+    parity_heavy parity_check smpi-dp2xtp2 4 $SMPI --tensor-model-parallel-size 2 --ranks-per-node 2
+    parity_heavy parity_check smpi-zero3 4 $SMPI --zero-stage 3 --ranks-per-node 2
     parity_check smpi-pp2 2 $SMPI --pipeline-model-parallel-size 2
-    parity_check_heavy smpi-fold2xtp2-strands 4 $SMPI --pipeline-model-parallel-size 2 \
+    parity_heavy parity_check smpi-fold2xtp2-strands 4 $SMPI --pipeline-model-parallel-size 2 \
         --pipeline-fold --strands --tensor-model-parallel-size 2 --ranks-per-node 2 \
         --sched hx-wavelet
 }

@@ -20,11 +20,11 @@ parity_check strands 1 --strands
 parity_check pp2 2 --pipeline-model-parallel-size 2
 parity_check pp2-strands 2 --pipeline-model-parallel-size 2 --strands
 ok "pp2: strands and plain 1F1B agree bitwise" 'parity_same pp2 pp2-strands'
-parity_check pp2xtp2-strands 4 --pipeline-model-parallel-size 2 --strands \
+parity_heavy parity_check pp2xtp2-strands 4 --pipeline-model-parallel-size 2 --strands \
     --tensor-model-parallel-size 2 --ranks-per-node 2 --comm-timeout 60
 parity_check fold2-strands 2 --pipeline-model-parallel-size 2 --pipeline-fold --strands
-parity_check fold2xtp2-strands 4 --pipeline-model-parallel-size 2 --pipeline-fold --strands \
+parity_heavy parity_check fold2xtp2-strands 4 --pipeline-model-parallel-size 2 --pipeline-fold --strands \
     --tensor-model-parallel-size 2 --ranks-per-node 2
-parity_check fold4-strands 4 --pipeline-model-parallel-size 4 --pipeline-fold --strands \
+parity_heavy parity_check fold4-strands 4 --pipeline-model-parallel-size 4 --pipeline-fold --strands \
     --ranks-per-node 2
 finish

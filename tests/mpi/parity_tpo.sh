@@ -26,11 +26,11 @@ parity_reference
 # shellcheck disable=SC2086
 {
     parity_check tpo-tp2 2 $TPO
-    parity_bitwise tpo-tp2-eager tpo-tp2 2 $TPO --sched eager
-    parity_bitwise tpo-tp2-lws tpo-tp2 2 $TPO --sched lws
+    parity_heavy parity_bitwise tpo-tp2-eager tpo-tp2 2 $TPO --sched eager
+    parity_heavy parity_bitwise tpo-tp2-lws tpo-tp2 2 $TPO --sched lws
     parity_bitwise tpo-tp2-smpi tpo-tp2 2 $TPO --comm-backend starpu-mpi
-    parity_check_heavy tpo-dp2xtp2 4 $TPO --ranks-per-node 2
-    parity_check_heavy tpo-fold2xtp2-strands 4 $TPO --pipeline-model-parallel-size 2 \
+    parity_heavy parity_check tpo-dp2xtp2 4 $TPO --ranks-per-node 2
+    parity_heavy parity_check tpo-fold2xtp2-strands 4 $TPO --pipeline-model-parallel-size 2 \
         --pipeline-fold --strands --ranks-per-node 2 --sched hx-wavelet
     parity_check tpo-tp2-recompute 2 $TPO --recompute-activations full
 }
