@@ -31,6 +31,7 @@ sim_run() {
     while kill -0 "$pid" 2>/dev/null; do
         s=0
         for p in $(pgrep -f "smpimain.*helix-sim" 2>/dev/null); do
+            sim_descends "$p" "$pid" || continue # (not another simulation on the machine)
             v=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null)
             s=$((s + ${v:-0}))
         done
@@ -46,6 +47,15 @@ sim_run() {
         grep -v '^\[starpu' "$SIM_OUT/$name.log" | tail -n 5 >&2
     fi
     return "$rc"
+}
+# sim_descends PID ANCESTOR: PID is ANCESTOR or one of its descendants
+sim_descends() {
+    local q=$1
+    while [ -n "$q" ] && [ "$q" -gt 1 ]; do
+        [ "$q" = "$2" ] && return 0
+        q=$(awk '/^PPid:/ { print $2 }' "/proc/$q/status" 2>/dev/null)
+    done
+    return 1
 }
 sim_step() { sed -n 's/^step .*| \([0-9.]*\) ms\/step.*/\1/p' "$SIM_OUT/$1.log" | tail -n 1; }
 sim_col() {

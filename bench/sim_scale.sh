@@ -1,8 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # bench/sim_scale.sh: how `helix simulate`'s wall time and memory grow with the simulated
-# cluster (issue 23, "Scale").  A ~10B-parameter GPT (C 5120, 32 layers, 40 heads, T 2048,
-# vocabulary 50304: 10.3B parameters) on simulated H100 SXM nodes of 8 GPUs
+# cluster (issue 23, "Scale").  A ~10B-parameter GPT (T 2048, vocabulary 50304) of one of two
+# shapes, --shape deep (the default: C 5120, 32 layers, 40 heads, 10.3B parameters) or
+# --shape wide (C 10240, 8 layers, 80 heads, 10.6B parameters: a quarter of the layers, so
+# a quarter of the tasks and messages a step, which is what a simulation's wall time
+# follows), on simulated H100 SXM nodes of 8 GPUs
 # (machines/h100-sxm.machine, more nodes where needed) with the analytic models of
 # devices/h100-sxm.device, one simulated training step each:
 #    8 GPUs   tp 8                 (1 node)
@@ -10,32 +13,30 @@
 #  256 GPUs   tp 8 x pp 2 x dp 16  (32 nodes)
 # Prints per case: the simulated step, the wall time of the whole simulation (start-up
 # included) and its peak memory (PSS, bench/sim_lib.sh).
-#   bench/sim_scale.sh [--gpus "8 64 256"] [--iters N] [BUILD_DIR]
-# Needs vm.max_map_count far above Linux's default 65530 for 64 GPUs and more: SimGrid maps
-# each actor's stack twice (stack and guard page), and StarPU-MPI runs an actor per pending
-# request; the 32-layer 64-GPU step passed 1.39M maps (bench/README.md): sysctl -w
-# vm.max_map_count=4194304.  Exit: 0 every case simulated, 1 one failed, 2 bad usage.
+#   bench/sim_scale.sh [--gpus "8 64 256"] [--shape deep|wide] [--iters N] [BUILD_DIR]
+# Exit: 0 every case simulated, 1 one failed, 2 bad usage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/sim_lib.sh"
-gpus="8 64 256" iters=1 build=
+gpus="8 64 256" iters=1 shape=deep build=
 while [ $# -gt 0 ]; do
     case $1 in
     --gpus) gpus=$2; shift ;;
+    --shape) shape=$2; shift ;;
     --iters) iters=$2; shift ;;
     -*) echo "sim_scale.sh: error: unknown option '$1'" >&2; exit 2 ;;
     *) build=$1 ;;
     esac
     shift
 done
+case $shape in
+deep) layers="--num-layers 32 --hidden-size 5120 --num-attention-heads 40" ;;
+wide) layers="--num-layers 8 --hidden-size 10240 --num-attention-heads 80" ;;
+*) echo "sim_scale.sh: error: --shape '$shape': use deep or wide" >&2; exit 2 ;;
+esac
 sim_init "$build"
-if [ "$(cat /proc/sys/vm/max_map_count)" -lt 4000000 ]; then
-    echo "sim_scale.sh: warning: vm.max_map_count is $(cat /proc/sys/vm/max_map_count);" \
-        "64 simulated GPUs and more need millions (SimGrid maps each actor's stack twice," \
-        "and StarPU-MPI runs one per pending request: sysctl -w vm.max_map_count=4194304)" >&2
-fi
-model="--num-layers 32 --hidden-size 5120 --num-attention-heads 40 --seq-length 2048
- --max-position-embeddings 2048 --vocab-size 50304 --micro-batch-size 1"
+model="$layers --seq-length 2048 --max-position-embeddings 2048 --vocab-size 50304
+ --micro-batch-size 1"
 run="--workers 2 --cuda 1 --compute-on cuda --sample-tokens 0 --eval-interval 0
  --eval-iters 1 --log-interval 1 --train-iters $iters"
 printf '%5s  %-22s %14s %10s %10s\n' gpus mesh simulated_ms wall_s peak_MB

@@ -7,16 +7,16 @@
  * hx_comm_backend_usable (runtime/comm.c) refuses the backend there before any work.  Not
  * one line of it has yet run on a GPU.
  *
- * Communicators.  hx_comm_open creates the MPI channels (runtime/comm.c), then calls
- * hx_nccl_open (runtime/nccl_open.c): one NCCL communicator per channel whose group has more
- * than one rank.  Group rank 0 draws an ncclUniqueId, MPI_Bcast carries it over the
- * channel's MPI communicator, and every member calls ncclCommInitRank(group size, id, group rank).  Every rank walks
- * the channels in kind order, as for MPI_Comm_split, and an init waits only for the members
- * of its own group, who reach it after the same earlier kinds, so the inits cannot wait on
- * each other in a cycle.  One GPU per rank, which is NCCL's model (a communicator per group
- * and rank): the device of this rank's CUDA workers, which must all be on one device.  Each
- * channel has its own CUDA stream, at the device's highest priority so that a collective's
- * kernels do not queue behind compute kernels.
+ * Communicators.  hx_comm_open creates the MPI channels (runtime/comm.c), then calls hx_nccl_open
+ * (runtime/nccl_open.c): one NCCL communicator per channel whose group has more than one rank.
+ * Group rank 0 draws an ncclUniqueId, MPI_Bcast carries it over the channel's MPI communicator,
+ * and every member calls ncclCommInitRank(group size, id, group rank).  Every rank walks the
+ * channels in kind order, as for MPI_Comm_split, and an init waits only for the members of its own
+ * group, who reach it after the same earlier kinds, so the inits cannot wait on each other in a
+ * cycle.  One GPU per rank, which is NCCL's model (a communicator per group and rank): the device
+ * of this rank's CUDA workers, which must all be on one device.  Each channel has its own CUDA
+ * stream, at the device's highest priority so that a collective's kernels do not queue behind
+ * compute kernels.
  *
  * Where the tasks run, and how they get device pointers.  Collectives stay CPU tasks on the
  * communication lane, as with MPI: the NCCL codelets (codelets/collective_nccl.c) have only a
