@@ -320,6 +320,11 @@ int progress_failed(struct progress *p, char *msg, size_t n)
     return 0;
 }
 
+int progress_log_failed(const struct progress *p)
+{
+    return p != NULL && p->json_errno != 0;
+}
+
 int progress_close(struct progress *p, char *msg, size_t n)
 {
     if (p == NULL) {

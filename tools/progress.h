@@ -53,6 +53,8 @@ void progress_clear(struct progress *p);
  * failed (...)" in msg[n] (n may be 0).  Nothing is printed: the caller stops the run and
  * reports it in its one error line.  After a JSON failure nothing more is written to it. */
 int progress_failed(struct progress *p, char *msg, size_t n);
+/* A write to the --log-json file failed (stdout's failures aside).  NULL: 0. */
+int progress_log_failed(const struct progress *p);
 
 /* Write the pending JSON object, clear the bar, close the file, free; then as
  * progress_failed, for the whole run.  NULL is a no-op (0). */

@@ -76,10 +76,12 @@ static void wait_for_launcher_signal(const struct run *r)
  * first one any rank saw, or their collectives would wait for each other forever. */
 static int agreed_stop(struct run *r)
 {
-    wait_for_launcher_signal(r);
     /* lost output (stdout, --log-json: rank 0's) stops every rank the same way */
     int lost = progress_failed(r->progress, r->output_error, sizeof r->output_error) != 0;
-    int v[3] = { (int)stop_signal, lost, lost && tools_output_error(stdout) == 0 };
+    if (lost) {
+        wait_for_launcher_signal(r);
+    }
+    int v[3] = { (int)stop_signal, lost, progress_log_failed(r->progress) };
     if (r->mesh.world_size > 1) { /* (a no-op in a simulation: runtime/comm.c) */
         hx_comm_host_allreduce(HX_GROUP_WORLD, v, 3, HX_I32, HX_MAX);
     }

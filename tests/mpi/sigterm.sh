@@ -99,13 +99,17 @@ after step 4"
     # the step the ranks stopped after: the stop's own message (on stderr when mpirun ended
     # rank 0's stdout forwarding as the signal came: tools/train.c, wait_for_launcher_signal),
     # else the last step printed
-    KSTEP=$(sed -n 's/^helix train: SIG[A-Z0-9]* received; stopping after step \([0-9]*\)$/\1/p' \
-        "$OUT" "$ERR" | tail -n 1)
+    KSTEP=$(stop_step "$OUT" "$ERR")
     [ -n "$KSTEP" ] || KSTEP=$(sed -n 's|^step *\([0-9]*\)/.*|\1|p' "$OUT" | tail -n 1)
     RANKS=$(grep -h "^exited\|^killed" "$PIDS/status.0" "$PIDS/status.1" 2>/dev/null | tr '\n' ' ')
     AFTER=$(sed -n 's/ after SIGTERM$//p' "$PIDS/status.0" "$PIDS/status.1" 2>/dev/null | tr '\n' ' ')
     RANKS=${UNSENT:-${RANKS:-no status}}
     SAVED=$(saved_step "$dir")
+}
+# stop_step FILE...: the step the last "SIG... received; stopping after step N" names
+stop_step() {
+    sed -n 's/^helix train: SIG[A-Z0-9]* received; stopping after step \([0-9]*\)$/\1/p' \
+        "$@" | tail -n 1
 }
 # saved_step DIR: the step `latest` names once the writer has let go of DIR's lock (it holds
 # DIR/.lock until the checkpoint and `latest` are in place), or "none"
@@ -178,8 +182,7 @@ $HX_BUILDDIR/tests/mpi/.libs/stdout_eio.so -x HX_SLOW_FSYNC_S -x ASAN_OPTIONS \
 run hx_mpirun 2 "$HELIX" train $ARGS --save "$TMP/eio" --save-interval 100000
 HX_MPIRUN_FLAGS=$flags
 unset HX_STDOUT_EIO_AFTER
-KSTEP=$(sed -n 's/^helix train: SIGTERM received; stopping after step \([0-9]*\)$/\1/p' "$ERR" |
-    tail -n 1)
+KSTEP=$(stop_step "$ERR")
 ok "stdout lost (EIO) just before mpirun's SIGTERM: the stop goes on, and says so on stderr" \
     'err_has "^helix train: writing standard output failed (Input/output error) as SIGTERM \
 arrived" && [ -n "$KSTEP" ]'
