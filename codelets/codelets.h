@@ -80,9 +80,18 @@ static inline long hx_buf_flat(void *buffers[], int i, long n, const char *op)
 #ifdef HX_SIMULATION
 /* The simulation flavour (sim/sim_config.h) simulates CUDA workers: StarPU offers a codelet to
  * a CUDA worker when it has a cuda_funcs entry, and the task then takes its CUDA model's time.
- * No kernel runs, so every codelet names this one function, which says so if ever called. */
+ * No kernel runs, so every codelet names this one function, which says so if ever called.
+ * Synchronous there (no STARPU_CUDA_ASYNC): StarPU 1.3.10 queues an asynchronous task to the
+ * GPU's simulated runner and, without a pipeline (tools/simulate.c sets STARPU_CUDA_PIPELINE
+ * 0), waits for the runner's last queued task; the runner forgets a task as it starts it, so
+ * the wait returned at once and the task ended 10 us (StarPU's queueing cost) after it
+ * started, its kernel still running: each task's end, and so the release of its outputs to
+ * their consumers and to the network, came one kernel early, and each task's time in the
+ * trace was its predecessor's (measured: a 323 us GEMM run twice took 10 and 640 us; see
+ * src/core/simgrid.c task_execute and _starpu_simgrid_wait_tasks).  Run synchronously, the
+ * worker's own actor runs the kernel's time and the task ends when it does. */
 void hx_sim_no_kernel(void *buffers[], void *cl_arg);
-#define HX_CUDA_SLOT(f) .cuda_funcs = { hx_sim_no_kernel }, .cuda_flags = { STARPU_CUDA_ASYNC },
+#define HX_CUDA_SLOT(f) .cuda_funcs = { hx_sim_no_kernel }, .cuda_flags = { 0 },
 #elif HX_HAVE_CUDA
 #define HX_CUDA_SLOT(f) .cuda_funcs = { f }, .cuda_flags = { STARPU_CUDA_ASYNC },
 #else

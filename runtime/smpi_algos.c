@@ -69,7 +69,7 @@ void hx_smpi_tree_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
             hx_smpi_reduce(c, h, tmp, op);
         }
     }
-    hx_smpi_tree_bcast(c, h, 0, k, SMPI_MAX_STEPS / 2); /* the reverse of the reduce */
+    hx_smpi_tree_bcast(c, h, 0, k, SMPI_MAX_RANKS); /* the reverse of the reduce */
     starpu_data_unregister_submit(h);
     if (tmp != NULL) {
         starpu_data_unregister_submit(tmp);
@@ -80,7 +80,7 @@ void hx_smpi_tree_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
 static void in_place(struct hx_smpi_coll *c, void *buf, long n, int op, int k,
                      void (*algo)(struct hx_smpi_coll *, starpu_data_handle_t *, long, int, int))
 {
-    starpu_data_handle_t chunk[SMPI_MAX_STEPS];
+    starpu_data_handle_t chunk[SMPI_MAX_RANKS];
     hx_smpi_shares(c, buf, n, chunk);
     algo(c, chunk, n, op, k);
     hx_smpi_unregister_all(chunk, c->g->size);
@@ -92,7 +92,7 @@ void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, lo
 {
     int p = c->g->size, me = c->g->rank;
     int next = (me + 1) % p, prev = (me + p - 1) % p;
-    starpu_data_handle_t tmp[SMPI_MAX_STEPS] = { 0 };
+    starpu_data_handle_t tmp[SMPI_MAX_RANKS] = { 0 };
     for (int s = 0; s < p - 1; s++) { /* reduce-scatter: chunk (me - s) goes on */
         int out = (me - s + 2 * p) % p, in = (me - s - 1 + 2 * p) % p;
         if (chunk[out] != NULL) {
@@ -111,6 +111,44 @@ void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, lo
         }
         if (chunk[in] != NULL) {
             hx_smpi_irecv(c, chunk[in], prev, k, p - 1 + s);
+        }
+    }
+    hx_smpi_unregister_all(tmp, p);
+}
+
+/* Step s sends chunk me - s and receives chunk me - s - 1, which step s + 1 sends on. */
+void hx_smpi_ring_allgather_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, int k)
+{
+    int p = c->g->size, me = c->g->rank;
+    int next = (me + 1) % p, prev = (me + p - 1) % p;
+    for (int s = 0; s < p - 1; s++) {
+        int out = (me - s + 2 * p) % p, in = (me - s - 1 + 2 * p) % p;
+        if (chunk[out] != NULL) {
+            hx_smpi_isend(c, chunk[out], next, k, s);
+        }
+        if (chunk[in] != NULL) {
+            hx_smpi_irecv(c, chunk[in], prev, k, s);
+        }
+    }
+}
+
+/* Chunk j is summed along the ring starting at group rank j + 1, ending at rank j: step s
+ * sends chunk me - s - 1 and adds the arriving chunk me - s - 2 (received into scratch). */
+void hx_smpi_ring_reduce_scatter_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk,
+                                        int op, int k)
+{
+    int p = c->g->size, me = c->g->rank;
+    int next = (me + 1) % p, prev = (me + p - 1) % p;
+    starpu_data_handle_t tmp[SMPI_MAX_RANKS] = { 0 };
+    for (int s = 0; s < p - 1; s++) {
+        int out = (me - s - 1 + 2 * p) % p, in = (me - s - 2 + 2 * p) % p;
+        if (chunk[out] != NULL) {
+            hx_smpi_isend(c, chunk[out], next, k, s);
+        }
+        if (chunk[in] != NULL) {
+            tmp[in] = hx_smpi_vec(c, NULL, (long)starpu_vector_get_nx(chunk[in]));
+            hx_smpi_irecv(c, tmp[in], prev, k, s);
+            hx_smpi_reduce(c, chunk[in], tmp[in], op);
         }
     }
     hx_smpi_unregister_all(tmp, p);

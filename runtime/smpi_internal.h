@@ -18,13 +18,28 @@
 #include "runtime/comm_internal.h"
 
 #define SMPI_TREE_MAX_BYTES (64 << 10)
-#define SMPI_MAX_STEPS 256
+/* A group's ranks, and the steps of one collective's transfers: a ring all-reduce takes
+ * 2(p - 1) steps, the halving all-reduce 2p, a tree's broadcast starts at step
+ * SMPI_MAX_RANKS.  The tag's step field (comm_smpi.c) has 16 bits, so 1024 ranks (2048 steps)
+ * leave room; arrays of a group's chunks are SMPI_MAX_RANKS handles on the stack (8 KiB). */
+#define SMPI_MAX_RANKS 1024
+#define SMPI_MAX_STEPS (2 * SMPI_MAX_RANKS)
 #define SMPI_MAX_TENSORS 256
 
 /* A piece of a tile: @p n elements at @p p (host memory the collective's task holds). */
 struct hx_smpi_seg {
     void *p;
     long n;
+};
+
+/* One tensor of an all-gather (in: this rank's share, out: the full tensor) or of a
+ * reduce-scatter (in: the full tensor, out: this rank's share) of @p total elements, tag
+ * field @p k, kept until hx_smpi_end (comm_smpi.c, flush_parts). */
+struct hx_smpi_part {
+    const void *in;
+    void *out;
+    long total;
+    int k;
 };
 
 struct hx_smpi_coll {
@@ -42,6 +57,11 @@ struct hx_smpi_coll {
     int *tile_k;                   /* each tile's tensor field, for the unpacked fallback */
     int ntiles, cap_tiles, reduce;
     long packed;                   /* the kept tiles' elements */
+    /* an all-gather's or reduce-scatter's tensors, kept likewise (flush_parts) */
+    struct hx_smpi_part *parts;
+    int nparts, cap_parts;
+    int scatter;                   /* the parts are a reduce-scatter's (else an all-gather's) */
+    int part_op, part_acc;         /* a reduce-scatter's reduction, and out += instead of := */
 };
 
 /* ---- transfers and bookkeeping (runtime/comm_smpi.c) ---- */
@@ -75,7 +95,7 @@ void hx_smpi_copy_out(struct hx_smpi_coll *c, starpu_data_handle_t h, void *tile
 void hx_smpi_gather(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
                     int nseg);
 void hx_smpi_scatter(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
-                     int nseg);
+                     int nseg, int add);
 /* dst := src, or dst += src with @p add; n elements of @p dtype (the copy-out's arithmetic,
  * for callers that hold both pointers already) */
 void hx_smpi_put(void *dst, const void *src, long n, int dtype, int add);
@@ -90,6 +110,12 @@ void hx_smpi_ring_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, i
  * which stay registered: the caller unregisters them. */
 void hx_smpi_ring_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
                          int k);
+/* All-gather around the ring over p chunk handles, this rank's own already in place; and
+ * reduce-scatter around it over p scratch chunks holding this rank's contributions, which
+ * leaves the sum of chunk me in chunk[me].  Both leave the chunks registered. */
+void hx_smpi_ring_allgather_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, int k);
+void hx_smpi_ring_reduce_scatter_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk,
+                                        int op, int k);
 void hx_smpi_halving_allreduce(struct hx_smpi_coll *c, void *buf, long n, int op, int k);
 void hx_smpi_halving_chunks(struct hx_smpi_coll *c, starpu_data_handle_t *chunk, long n, int op,
                             int k);

@@ -216,7 +216,7 @@ void hx_smpi_gather(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct
 }
 
 void hx_smpi_scatter(struct hx_smpi_coll *c, starpu_data_handle_t h, const struct hx_smpi_seg *seg,
-                     int nseg)
+                     int nseg, int add)
 {
-    copy(c, &copy_out_cl, h, seg, nseg, 0);
+    copy(c, &copy_out_cl, h, seg, nseg, add);
 }

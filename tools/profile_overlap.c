@@ -28,9 +28,10 @@
 struct po_args {
     int layers, hidden, heads, seq_len, micro_batch, vocab, micro_batches;
     int tp, sequence_parallel, ranks_per_node, tile_seqs, attn_block;
-    int layer, repeats, workers, seed, classes;
+    int layer, repeats, workers, cuda, seed, classes;
     float comm_timeout;
-    const char *out, *sched;
+    const char *out, *sched, *compute_on;
+    enum hx_place place; /* --compute-on, resolved */
 };
 
 static struct flag table[32];
@@ -71,6 +72,10 @@ static void args_init(struct po_args *a, struct flag_set *s)
     F("out", FLAG_STRING, &a->out, 0, 0, "JSON table file, written atomically (-: stdout)");
     F("workers", FLAG_INT, &a->workers, 0, 64,
       "CPU workers, at least 2 (0: STARPU_NCPU or all cores)");
+    F("cuda", FLAG_INT, &a->cuda, 0, 64,
+      "CUDA workers (in helix simulate: the rank's simulated GPU)");
+    F("compute-on", FLAG_STRING, &a->compute_on, 0, 0,
+      "placement of compute ops: any, cpu, opencl or cuda (default any)");
     F("sched", FLAG_STRING, &a->sched, 0, 0, "scheduling policy (default hx-prio)");
     F("seed", FLAG_INT, &a->seed, 0, 2147483647, "seed of the parameters and tokens");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
@@ -139,6 +144,11 @@ static int prepare(struct po_args *a, struct flag_set *fs, int argc, char **argv
         return 2;
     }
     if (tools_check_sched(a->sched) != 0) {
+        return 2;
+    }
+    if (a->compute_on != NULL && hx_place_from_name(a->compute_on, &a->place) != HX_OK) {
+        fprintf(stderr, "helix: error: --compute-on %s is not a placement; use any, cpu, "
+                "opencl or cuda\n", flags_esc(a->compute_on));
         return 2;
     }
     if (check_out(a->out) != 0) {
@@ -335,6 +345,8 @@ static int profile(struct po_run *r)
     struct hx_runtime_opts ro;
     hx_runtime_opts_init(&ro);
     ro.workers = a->workers;
+    ro.cuda = a->cuda;
+    ro.compute_on = a->place;
     ro.sched = a->sched;
     ro.profiling = 1; /* per-task start and end times */
     ro.mpi = r->mpi;
@@ -352,9 +364,16 @@ static int profile(struct po_run *r)
         }
         return 2;
     }
-    struct hx_comm_opts co = { .timeout = a->comm_timeout };
+    /* a simulation's collectives go through StarPU-MPI, the only communication SimGrid runs */
+    struct hx_comm_opts co = { .timeout = a->comm_timeout,
+                               .backend = hx_runtime_simulated() ? HX_COMM_STARPU_MPI
+                                                                 : HX_COMM_MPI };
     if (r->mpi && hx_comm_open(&r->mesh, &co) != HX_OK) {
         return 1;
+    }
+    /* a simulation's models, once the channels chose the collectives' codelets (as train) */
+    if (hx_graph_check_sim_models(hx_gpt_graph(s->x)) != HX_OK) { /* (said) */
+        return 2;
     }
     ret = hx_gpt_realize(s->x);
     ret = ret == HX_OK ? hx_gpt_realize(s->y) : ret;
@@ -413,7 +432,9 @@ int cmd_profile_overlap(int argc, char **argv)
     ret = prepare(&r.a, &r.flags, argc, argv, r.size, r.rank, &r.cfg, &r.mesh);
     tools_unmute_stderr(muted);
     if (ret == 0) {
-        if (r.rank != 0 && freopen("/dev/null", "w", stdout) == NULL) {
+        /* rank 0 reports; simulated ranks share this process's stdout, so they stay quiet
+         * by themselves (only rank 0 prints) */
+        if (r.rank != 0 && !hx_runtime_simulated() && freopen("/dev/null", "w", stdout) == NULL) {
             hx_warn("cannot silence stdout of rank %d", r.rank);
         }
         ret = profile(&r);

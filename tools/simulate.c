@@ -40,7 +40,7 @@
 static const char *usage_text =
     "usage: helix simulate --machine FILE [--ranks N] [--perf-models DIR\n"
     "                      [--perf-models-host NAME] | --device FILE] [--keep DIR]\n"
-    "                      [train flags]\n\n"
+    "                      [train flags | profile-overlap [its flags]]\n\n"
     "Simulates `helix train` with the same graphs and policies on the machine that FILE\n"
     "describes (machines/NAME.machine), through StarPU's SimGrid mode: no kernel runs, each\n"
     "task takes its performance model's time.  Prints the simulated step time and tokens/s,\n"
@@ -55,6 +55,9 @@ static const char *usage_text =
     "  --device FILE           analytic models instead, from a device description\n"
     "                          (devices/NAME.device: peaks, bandwidths, efficiencies)\n"
     "  --keep DIR              write the platform, models and trace into DIR and keep them\n\n"
+    "With profile-overlap after this command's flags, the simulated ranks run `helix\n"
+    "profile-overlap` instead (its flags follow it): DHelix's overlap table of the simulated\n"
+    "machine, in simulated time, for helix plan-strands.\n\n"
     "Every other flag is helix train's (helix train --help); --save, --load and sampling\n"
     "are refused or left out: a simulation computes no weights.  HX_SIM_SMPI_FLAGS adds\n"
     "SimGrid options (space-separated, e.g. --cfg=smpi/ois:0:0.002:0).  Needs the simulation\n"
@@ -402,7 +405,9 @@ int cmd_simulate(int argc, char **argv)
           : device[0] != '\0'                        ? 0
                                                      : link_models(models, from, work, host);
 
-    /* starpu_smpirun -np N -platform P -hostfile H helix-sim train REST --trace T --log=... */
+    /* starpu_smpirun -np N -platform P -hostfile H helix-sim train REST --trace T --log=...
+     * (or helix-sim profile-overlap REST: a table, no trace) */
+    int profile = nrest > 0 && strcmp(rest[0], "profile-overlap") == 0;
     char rpn[16];
     int per_node = m.gpus_per_node > 0 ? m.gpus_per_node : 1; /* (fewer: the first node's) */
     snprintf(rpn, sizeof rpn, "%d", ranks < per_node ? ranks : per_node);
@@ -410,13 +415,13 @@ int cmd_simulate(int argc, char **argv)
     snprintf(np, sizeof np, "%d", ranks);
     snprintf(platform, sizeof platform, "%s/cluster.xml", work);
     snprintf(hostfile, sizeof hostfile, "%s/hostfile", work);
-    const char *user_trace = flags_peek_argv(nrest, rest, 0, "trace");
+    const char *user_trace = profile ? NULL : flags_peek_argv(nrest, rest, 0, "trace");
     snprintf(trace, sizeof trace, "%s", user_trace ? user_trace : "");
     if (user_trace == NULL) {
         snprintf(trace, sizeof trace, "%s/trace.json", work);
     }
     const char *head[] = { smpirun, "-np", np, "-platform", platform, "-hostfile", hostfile,
-                           bin, "train" };
+                           bin, profile ? "profile-overlap" : "train" };
     const int nhead = (int)(sizeof head / sizeof *head);
     int nflags = 0;
     while (hx_sim_smpi_flags[nflags] != NULL) {
@@ -440,10 +445,10 @@ int cmd_simulate(int argc, char **argv)
         for (int i = 0; i < nhead; i++) {
             all[k++] = (char *)head[i];
         }
-        for (int i = 0; i < nrest; i++) {
+        for (int i = profile; i < nrest; i++) {
             all[k++] = rest[i];
         }
-        if (user_trace == NULL) {
+        if (user_trace == NULL && !profile) {
             all[k++] = "--trace";
             all[k++] = trace;
         }
@@ -490,7 +495,7 @@ int cmd_simulate(int argc, char **argv)
         }
         ret = run_child(all);
     }
-    if (ret == 0) {
+    if (ret == 0 && !profile) {
         char *sum[] = { "helix", "trace", "summarize", trace, NULL };
         printf("simulated trace (%s):\n", trace);
         ret = cmd_trace(4, sum);

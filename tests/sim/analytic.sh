@@ -9,6 +9,12 @@
 #                calibrated (perfmodels/h100), both read from the simulated traces
 #   sensitivity  halving the GEMM peak raises the step; tensor parallelism over 2 GPUs runs
 #                with its collectives on NVLink
+#   profile      `helix simulate ... profile-overlap` (tp 2 + SP on two simulated H100s):
+#                DHelix's overlap table in simulated time; every op's solo time the same in
+#                every repeat, a GEMM's its model's, two kernels on the one GPU back to back
+#                (StarPU 1.3.10 ended an asynchronous simulated CUDA task one kernel early:
+#                codelets/codelets.h), collectives on the comm lane overlapping compute; and
+#                helix plan-strands plans from it
 #   bad input    a missing key, an unknown key, a value out of range and --device with
 #                --perf-models are refused (exit 2) naming the file, line, key and a fix
 # Needs the simulation flavour: skipped without it, unless HX_REQUIRE_SIMGRID=1.
@@ -39,7 +45,7 @@ ev = t["traceEvents"] if isinstance(t, dict) else t
 print("%.3f" % (sum(e["dur"] for e in ev if e.get("ph") == "X" and e["name"] == sys.argv[2]) / 3e3))' "$1" "$2"
 }
 
-plan 9
+plan 11
 # shellcheck disable=SC2086
 run "$HELIX" simulate $H100 --device "$DEVICE" $C2048 --train-iters 3 $GPU --keep "$TMP/a"
 ok "analytic: 3 simulated steps of a C=2048 layer on one H100" \
@@ -70,6 +76,47 @@ run "$HELIX" simulate --machine "$SRC/machines/h100-sxm.machine" --ranks 2 --dev
     --workers 2 --cuda 1 --compute-on cuda --eval-interval 0 --eval-iters 1 --log-interval 1
 ok "analytic: tp 2 with sequence parallelism on two simulated H100s: 3 steps, tensor-parallel collectives on both ranks" \
     'rc_is 0 && [ "$(step_ms "$OUT" | wc -l)" = 3 ] && [ "$(grep -c "^  tensor-parallel" "$OUT")" = 2 ]'
+
+# shellcheck disable=SC2086
+run "$HELIX" simulate --machine "$SRC/machines/h100-sxm.machine" --ranks 2 --device "$DEVICE" \
+    profile-overlap --num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 256 \
+    --micro-batch-size 2 --tensor-model-parallel-size 2 --sequence-parallel \
+    --num-micro-batches 2 --layer 1 --repeats 2 --classes --workers 2 --cuda 1 \
+    --compute-on cuda --out "$TMP/overlap.json"
+# (a GEMM's model: launch + flops / (peak x efficiency x the last wave's fill), sim_analytic.c)
+table_check() {
+    python3 - "$TMP/overlap.json" "$DEVICE" <<'PY'
+import json, math, sys
+t = json.load(open(sys.argv[1]))
+dev = dict(l.split("=", 1) for l in open(sys.argv[2]) if "=" in l and not l.startswith("#"))
+dev = {k.strip(): float(v.split("#")[0]) for k, v in dev.items() if k.strip() != "name"}
+ops = {o["key"]: o for o in t["ops"]}
+# a kernel's time is its model's, every repeat (a collective's also waits for its peer)
+bad = [o["key"] for o in t["ops"] if o["kind"] == "comp" and
+       o["solo_ms"] - o["solo_ms_min"] > 1e-3 * o["solo_ms"]]
+gemm = next(o for o in t["ops"] if o["op"] == "matmul")
+want = (dev["gpu_launch_us"] + gemm["flops"] / (dev["gpu_gemm_tflops"] * 1e12 *
+        dev["gpu_gemm_efficiency"]) * 1e6) / 1e3
+comp = [p for p in t["pairs"] if ops[p["a"]]["kind"] == ops[p["b"]]["kind"] == "comp"]
+apart = [p["a"] + "||" + p["b"] for p in comp
+         if p["corun_ms"] < 0.999 * (ops[p["a"]]["solo_ms"] + ops[p["b"]]["solo_ms"])]
+comm = [p for p in t["pairs"] if not p["serialized"] and
+        (ops[p["a"]]["kind"] == "comm") != (ops[p["b"]]["kind"] == "comm")]
+hidden = max((p["oef"] for p in comm), default=0)
+print("kernels varying: %s; GEMM %s %.4f ms (full-wave bound %.4f); comp||comp faster than "
+      "back to back: %s; best comp||comm OEF %.2f" % (bad or "none", gemm["key"],
+      gemm["solo_ms"], want, apart[:3] or "none", hidden))
+# the model's GEMM time is at most the full-wave figure above (a partial last wave is slower)
+ok = not bad and not apart and gemm["solo_ms"] >= want * 0.999 and hidden > 0.5 and comp
+sys.exit(0 if ok else 1)
+PY
+}
+table=$(table_check 2>&1)
+ok "profile: a simulated overlap table of tp 2 + SP ($table)" \
+    'rc_is 0 && out_has "wrote .*overlap.json" && [ -n "$table" ] && table_check >/dev/null 2>&1'
+run "$HELIX" plan-strands --profile "$TMP/overlap.json" --out "$TMP/plan.json"
+ok "profile: helix plan-strands plans from the simulated table" \
+    'rc_is 0 && out_has "predicted makespan" && [ -s "$TMP/plan.json" ]'
 
 grep -v '^gpu_sms' "$DEVICE" >"$TMP/nosms.device"
 # shellcheck disable=SC2086
