@@ -8,15 +8,19 @@
 # parameters gathered ahead within --prefetch-memory), serial-comm on hx-prefetch's order
 # (its no-overlap baseline) and hx-prio.  Prints each one's simulated step, rank 0's
 # all-gather time in flight, exposed and the share hidden behind compute.
-#   bench/sim_prefetch.sh [--ranks N] [BUILD_DIR]
+# --layers L (default 4) and --iters N (default 3; the last step is reported) shrink a large
+# case: a ZeRO-3 step sends each rank p - 1 messages per tensor per collective.
+#   bench/sim_prefetch.sh [--ranks N] [--layers L] [--iters N] [BUILD_DIR]
 # Exit: 0 all simulated, 1 one failed, 2 bad usage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/sim_lib.sh"
-ranks=64 build=
+ranks=64 layers=4 iters=3 build=
 while [ $# -gt 0 ]; do
     case $1 in
     --ranks) ranks=$2; shift ;;
+    --layers) layers=$2; shift ;;
+    --iters) iters=$2; shift ;;
     -*) echo "sim_prefetch.sh: error: unknown option '$1'" >&2; exit 2 ;;
     *) build=$1 ;;
     esac
@@ -24,10 +28,10 @@ while [ $# -gt 0 ]; do
 done
 sim_init "$build"
 common="--machine $top/machines/h100-sxm.machine --ranks $ranks
- --device $top/devices/h100-sxm.device --num-layers 4 --hidden-size 1024
+ --device $top/devices/h100-sxm.device --num-layers $layers --hidden-size 1024
  --num-attention-heads 16 --seq-length 1024 --vocab-size 50304 --micro-batch-size 1
  --zero-stage 3 --workers 2 --cuda 1 --compute-on cuda --sample-tokens 0 --eval-interval 0
- --eval-iters 1 --log-interval 1 --train-iters 3"
+ --eval-iters 1 --log-interval 1 --train-iters $iters"
 rc=0
 # shellcheck disable=SC2086
 sim_run prefetch $common --sched hx-prefetch --prefetch-memory 1G || rc=1
