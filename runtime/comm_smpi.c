@@ -455,18 +455,19 @@ int hx_smpi_reduce_scatter(struct hx_smpi_coll *c, const void *full, void *piece
     return keep_part(c, full, piece, total, k);
 }
 
-/* Share @p j of every kept tensor's full side (an all-gather's out, a reduce-scatter's in),
- * into @p seg: the segments chunk j packs, in tensor order.  Their count. */
-static int share_segs(const struct hx_smpi_coll *c, int j, struct hx_smpi_seg *seg)
+/* Share @p j of each of the @p n tensors at @p q, full side (an all-gather's out, a
+ * reduce-scatter's in), into @p seg: the segments chunk j packs, in tensor order.  Their
+ * count. */
+static int share_segs(const struct hx_smpi_coll *c, const struct hx_smpi_part *q, int n, int j,
+                      struct hx_smpi_seg *seg)
 {
     int p = c->g->size, nseg = 0;
-    for (int t = 0; t < c->nparts; t++) {
-        const struct hx_smpi_part *q = &c->parts[t];
-        const char *full = c->scatter ? (const char *)q->in : (const char *)q->out;
-        long cnt = hx_split_count(q->total, p, j);
+    for (int t = 0; t < n; t++) {
+        const char *full = c->scatter ? (const char *)q[t].in : (const char *)q[t].out;
+        long cnt = hx_split_count(q[t].total, p, j);
         if (cnt > 0) {
             seg[nseg++] = (struct hx_smpi_seg){
-                (void *)(full + (size_t)hx_split_offset(q->total, p, j) * c->esize), cnt };
+                (void *)(full + (size_t)hx_split_offset(q[t].total, p, j) * c->esize), cnt };
         }
     }
     return nseg;
@@ -502,20 +503,16 @@ static void flush_parts(struct hx_smpi_coll *c)
     int p = c->g->size, me = c->g->rank;
     const char *e = getenv("HX_SMPI_PACK");
     int pack = c->nparts > 1 && e != NULL && strcmp(e, "all") == 0;
+    int per_ring = pack ? c->nparts : 1; /* the tensors one ring carries */
     starpu_data_handle_t chunk[SMPI_MAX_RANKS] = { 0 };
     struct hx_smpi_seg *seg = malloc((size_t)c->nparts * sizeof *seg);
     if (seg == NULL) {
         hx_smpi_fail(c, "packing a collective's tensors", ENOMEM);
     }
-    for (int t = 0; t < (pack ? 1 : c->nparts) && !c->failed; t++) {
-        struct hx_smpi_part *all = c->parts;
-        int n = c->nparts;
-        if (!pack) { /* one tensor at a time: the kept list narrowed to it */
-            c->parts = &all[t];
-            c->nparts = 1;
-        }
+    for (int t = 0; t < c->nparts && !c->failed; t += per_ring) {
+        const struct hx_smpi_part *q = &c->parts[t];
         for (int j = 0; j < p; j++) {
-            int nseg = share_segs(c, j, seg);
+            int nseg = share_segs(c, q, per_ring, j, seg);
             long cnt = seg_total(seg, nseg);
             if (cnt == 0) {
                 chunk[j] = NULL;
@@ -529,28 +526,26 @@ static void flush_parts(struct hx_smpi_coll *c)
             }
         }
         if (c->scatter) {
-            hx_smpi_ring_reduce_scatter_chunks(c, chunk, c->part_op, c->parts[0].k);
+            hx_smpi_ring_reduce_scatter_chunks(c, chunk, c->part_op, q[0].k);
             int nseg = 0;
-            for (int q = 0; q < c->nparts; q++) {
-                long cnt = hx_split_count(c->parts[q].total, p, me);
+            for (int u = 0; u < per_ring; u++) {
+                long cnt = hx_split_count(q[u].total, p, me);
                 if (cnt > 0) {
-                    seg[nseg++] = (struct hx_smpi_seg){ c->parts[q].out, cnt };
+                    seg[nseg++] = (struct hx_smpi_seg){ q[u].out, cnt };
                 }
             }
             if (chunk[me] != NULL) {
                 hx_smpi_scatter(c, chunk[me], seg, nseg, c->part_acc);
             }
         } else {
-            hx_smpi_ring_allgather_chunks(c, chunk, c->parts[0].k);
+            hx_smpi_ring_allgather_chunks(c, chunk, q[0].k);
             for (int j = 0; j < p && pack; j++) {
                 if (chunk[j] != NULL && j != me) {
-                    hx_smpi_scatter(c, chunk[j], seg, share_segs(c, j, seg), 0);
+                    hx_smpi_scatter(c, chunk[j], seg, share_segs(c, q, per_ring, j, seg), 0);
                 }
             }
         }
         hx_smpi_unregister_all(chunk, p);
-        c->parts = all;
-        c->nparts = n;
     }
     free(seg);
     free(c->parts);
