@@ -166,9 +166,21 @@ int hx_strand_costs_from_table(const struct hx_overlap_table *t, const struct hx
         (ret = side_solo(t, g, layer, B, c->b_solo)) == HX_OK) {
         /* the table's pair (Fi, Bj) is at i * nbwd + j, as the costs' */
         for (int k = 0; k < t->npairs; k++) {
-            c->corun_ms[k] = t->pairs[k].corun_ms;
-            c->a_ms[k] = t->pairs[k].a_ms;
-            c->b_ms[k] = t->pairs[k].b_ms;
+            const struct hx_overlap_pair *p = &t->pairs[k];
+            c->corun_ms[k] = p->corun_ms;
+            c->a_ms[k] = p->a_ms;
+            c->b_ms[k] = p->b_ms;
+            if (p->serialized) {
+                /* One channel runs the two back to back (forward first, say): the backward op
+                 * waits for the whole forward one, so its own time from the common start is
+                 * both solos.  Tables written before 2026-11-27 hold its solo time there, which
+                 * pair_rates read as a perfect overlap: on 64 simulated A40s a plan step of two
+                 * reduce-scatters was predicted at 117 ms against 231 ms back to back. */
+                double sa = t->ops[p->a].solo_ms, sb = t->ops[p->b].solo_ms;
+                c->a_ms[k] = sa;
+                c->b_ms[k] = sa + sb;
+                c->corun_ms[k] = sa + sb;
+            }
         }
     }
     if (ret != HX_OK) {

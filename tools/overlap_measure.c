@@ -349,10 +349,11 @@ int overlap_measure(const struct overlap_setup *s, struct hx_overlap_table *t)
         p->serialized = overlap_serialized(&gx->nodes[s->fwd[p->a]],
                                            &gy->nodes[s->bwd[p->b - s->nfwd]]);
         if (p->serialized) {
-            /* one channel runs its collectives in token order: back to back, nothing hidden */
+            /* one channel runs its collectives in token order: back to back, nothing hidden;
+             * b waits for a, so b's own time from the common start is both solos */
             p->corun_ms = a->solo_ms + b->solo_ms;
             p->a_ms = a->solo_ms;
-            p->b_ms = b->solo_ms;
+            p->b_ms = a->solo_ms + b->solo_ms;
             p->oef = 0.0;
             continue;
         }

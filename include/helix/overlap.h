@@ -29,8 +29,9 @@
  *
  * Every (F, B) pair appears exactly once.  "serialized": true marks two collectives of one
  * channel: the channel token runs them one after the other in any real execution, so they
- * are not co-run; their corun_ms is the sum of the solo medians, a_ms and b_ms are the solo
- * medians, and their OEF is 0.
+ * are not co-run; their corun_ms is the sum of the solo medians, a_ms is a's solo median and
+ * b_ms the sum (b waits for a), and their OEF is 0.  The planner reads any serialized pair so,
+ * whatever times it holds (tables written before 2026-11-27 held b's solo median in b_ms).
  *
  * Classes (profile-overlap --classes): ops doing the same work (the row tiles of one
  * operation: same op, arguments, tile shapes, lane) form a class; each op then carries

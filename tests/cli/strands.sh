@@ -12,8 +12,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 plan 11
-TMP=$(mktemp -d /tmp/helix-strands-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
 GEN=$HX_BUILDDIR/tests/schedulers/synth_overlap
 MODEL="--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 32
  --micro-batch-size 2"

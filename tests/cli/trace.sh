@@ -6,8 +6,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 plan 5
-TMP=$(mktemp -d /tmp/helix-trace-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
 run "$HELIX" train --preset tiny --train-iters 2 --eval-interval 0 --sample-tokens 0 \
     --workers 2 --trace "$TMP/t.json"
 ok "train --trace: exit 0" 'rc_is 0'

@@ -193,12 +193,20 @@ static struct hx_strand_list tiny_list(char side, int n)
     return l;
 }
 
-/* The costs of a table of nf x nb ops for lists of 1 and 2 ops, and the messages printed. */
-static int costs(int nf, int nb, char *msg, size_t len, struct hx_strand_costs *c)
+/* The costs of a table of nf x nb ops for lists of 1 and 2 ops, and the messages printed.
+ * @p serial >= 0 marks that pair serialized, with the solo medians as its own times (what
+ * profile-overlap wrote before 2026-11-27). */
+static int costs(int nf, int nb, int serial, char *msg, size_t len, struct hx_strand_costs *c)
 {
     struct hx_overlap_table t;
     struct hx_strand_list F = tiny_list('F', 1), B = tiny_list('B', 2);
     tiny_table(&t, nf, nb);
+    if (serial >= 0) {
+        struct hx_overlap_pair *p = &t.pairs[serial];
+        p->serialized = 1;
+        p->a_ms = t.ops[p->a].solo_ms;
+        p->b_ms = t.ops[p->b].solo_ms;
+    }
     int sv = capture_begin(dir);
     int r = hx_strand_costs_from_table(&t, NULL, &F, &B, c);
     capture_end(sv, msg, len);
@@ -211,20 +219,30 @@ static void check_table(void)
 {
     char msg[512];
     struct hx_strand_costs c;
-    int r = costs(1, 2, msg, sizeof msg, &c);
+    int r = costs(1, 2, -1, msg, sizeof msg, &c);
     tap_ok(r == HX_OK && c.f_solo[0] == 1 && c.b_solo[1] == 3 && c.a_ms[1] == 2.1 &&
                c.b_ms[0] == 2.1 && c.corun_ms[1] == 4.1,
            "a table: solo and pair times by key");
     if (r == HX_OK) {
         hx_strand_costs_free(&c);
     }
-    r = costs(1, 3, msg, sizeof msg, &c);
+    r = costs(1, 3, -1, msg, sizeof msg, &c);
     tap_ok(r == HX_EFORMAT && strstr(msg, "3 backward ops (B0..B2)") != NULL &&
                strstr(msg, "has 2") != NULL,
            "a table with a key more than the list: HX_EFORMAT naming it: %s", msg);
-    r = costs(1, 1, msg, sizeof msg, &c);
+    r = costs(1, 1, -1, msg, sizeof msg, &c);
     tap_ok(r == HX_EFORMAT && strstr(msg, "1 backward ops (B0..B0)") != NULL,
            "a table with a key fewer than the list: HX_EFORMAT naming it: %s", msg);
+    /* F0 (solo 1) and B1 (solo 3) on one channel: back to back, 4 ms, whatever the table's
+     * own times say (read as given, they were a perfect overlap: 3 ms) */
+    r = costs(1, 2, 1, msg, sizeof msg, &c);
+    int f0 = 0, b1 = 1;
+    double t = r == HX_OK ? hx_strand_step_time(&c, &f0, 1, &b1, 1) : -1;
+    tap_ok(r == HX_OK && t == 4 && c.b_ms[1] == 4,
+           "a serialized pair costs the sum of its solos (step %g ms, want 4)", t);
+    if (r == HX_OK) {
+        hx_strand_costs_free(&c);
+    }
 }
 
 int main(void)
@@ -234,7 +252,7 @@ int main(void)
     if (mkdtemp(dir) == NULL) {
         tap_skip_all("cannot make a temporary directory");
     }
-    tap_plan(8 + 3);
+    tap_plan(8 + 4);
     check_plan_json();
     check_table();
     rmdir(dir);
