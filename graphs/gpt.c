@@ -72,9 +72,8 @@ int hx_gpt_config_check(const struct hx_gpt_config *c)
  * states only where it runs AdamW. */
 static void make_params(struct hx_gpt *m)
 {
-    const struct hx_gpt_config *c = &m->cfg;
-    int L = c->num_layers, flat = m->mesh.sp.s > 1;
-    m->nparams = 2 + L * P_PER_LAYER + 2;
+    int flat = m->mesh.sp.s > 1;
+    hx_gpt_param_specs(m);
     m->params = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->grads = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->adam_m = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
@@ -92,7 +91,9 @@ static void make_params(struct hx_gpt *m)
         int k = flat ? (int)d->piece_cnt : d->lcols;
         char gname[HX_NAME_MAX + 8];
         m->params[i] = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
-        m->params[i]->weight_decay = d->rows > 1; /* 2-D weights decay; biases, LN do not */
+        /* weights and embeddings decay; biases and norms do not */
+        m->params[i]->weight_decay = m->spec[i].role == HX_PARAM_WEIGHT ||
+                                     m->spec[i].role == HX_PARAM_EMBEDDING;
         if (d->owns_grad) {
             snprintf(gname, sizeof gname, "%s.grad", name);
             m->grads[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
@@ -502,6 +503,7 @@ void hx_gpt_destroy(hx_gpt_t m)
     free(m->adam_v);
     hx_gpt_free_acts(m);
     hx_gpt_dist_free(m);
+    free(m->spec);
     free(m->item_first);
     free(m);
 }

@@ -15,7 +15,7 @@
  *            order, depth + 1 slots, depth layers ahead, a resident layer not gathered
  *            again, and reduce-scatters deferred behind the next gather) and reduce-scatter
  *            their gradients into pieces after each micro-batch's backward; both move
- *            in units of a few tensors, one packed message each (UNITS).
+ *            in units of a few tensors, one packed message each (units()).
  *   s_g > s_p: a micro-batch's gradient pieces are all-reduced in the G group and only
  *            their owner adds them to its accumulator (select and drop); the last
  *            micro-batch adds the accumulator and all-reduces over the replica group.
@@ -40,35 +40,28 @@
 
 static void rs_flush(struct hx_gpt *m);
 
-/* s_p > 1 moves parameters and gradients in units, one packed message each: a layer is two
- * (its attention block, ln1 .. proj_b, and its MLP block, ln2 .. fcproj_b), the embedding
- * group (-1: wte, wpe, lnf_w, lnf_b) one.  Two per layer, not twelve: a message pays the
- * channel's latency, which under compute load is most of a small one's time; not one: the
- * first layer's attention starts after a third of its parameters arrived, and the last
- * layer's MLP gradients leave while its attention's backward runs. */
-#define UNITS 2
-#define UNIT_OF(k) ((k) >= P_LN2_W)
-#define RS_WAIT_MAX(m) ((m)->cfg.num_layers * (m)->Ml * UNITS + 1)
+/* s_p > 1 moves parameters and gradients in units, one packed message each: the model
+ * declares each layer parameter's unit (helix/model.h), and the parameters outside the
+ * layers (embedding, head, final norm) form one more, "layer" -1.  GPT-2 cuts a layer in two,
+ * its attention block and its MLP block (graphs/gpt_spec.c).  Two per layer, not twelve: a
+ * message pays the channel's latency, which under compute load is most of a small one's
+ * time; not one: the first layer's attention starts after a third of its parameters
+ * arrived, and the last layer's MLP gradients leave while its attention's backward runs. */
+#define RS_WAIT_MAX(m) ((m)->cfg.num_layers * (m)->Ml * (m)->units + 1)
 
-static int units(int l)
+static int units(const struct hx_gpt *m, int l)
 {
-    return l < 0 ? 1 : UNITS;
+    return l < 0 ? 1 : m->units;
 }
 
-/* Parameters of unit @p u of layer @p l into @p ids; returns the count. */
+/* Parameters of unit @p u of layer @p l (-1: those outside the layers) into @p ids, in
+ * parameter order; returns the count (at most HX_UNIT_MAX, checked by the layout). */
 static int unit_params(const struct hx_gpt *m, int l, int u, int *ids)
 {
-    if (l < 0) {
-        ids[0] = P_WTE;
-        ids[1] = P_WPE;
-        ids[2] = m->nparams - 2;
-        ids[3] = m->nparams - 1;
-        return 4;
-    }
     int n = 0;
-    for (int k = 0; k < P_PER_LAYER; k++) {
-        if (UNIT_OF(k) == u) {
-            ids[n++] = P_LAYER(l, k);
+    for (int i = 0; i < m->nparams; i++) {
+        if (m->pd[i].layer == l && (l < 0 || m->spec[i].unit == u)) {
+            ids[n++] = i;
         }
     }
     return n;
@@ -79,7 +72,7 @@ static int unit_params(const struct hx_gpt *m, int l, int u, int *ids)
 static int held_params(const struct hx_gpt *m, int l, int u, int *ids, hx_tensor_t *full,
                        hx_tensor_t *piece, hx_tensor_t const *fulls, hx_tensor_t const *pieces)
 {
-    int all[P_PER_LAYER], n = 0;
+    int all[HX_UNIT_MAX], n = 0;
     for (int q = 0, nq = unit_params(m, l, u, all); q < nq; q++) {
         if (m->pd[all[q]].held) {
             ids[n] = all[q];
@@ -92,74 +85,77 @@ static int held_params(const struct hx_gpt *m, int l, int u, int *ids, hx_tensor
 
 /* ---- layout ---- */
 
-static void tp_split(struct gpt_param_dist *d, int k, int is_wte, int tp)
+/* The dimension Megatron's 1D tensor parallelism cuts: an embedding's vocabulary rows, a
+ * column-parallel weight's output rows or its bias's columns, a row-parallel weight's input
+ * columns; -1: replicated. */
+static int tp_dim_of(const struct hx_param_spec *s)
 {
-    d->tp_dim = -1;
-    d->tp_blocks = 1;
-    if (tp > 1) {
-        if (is_wte || k == P_FC_W) {
-            d->tp_dim = 0;
-        } else if (k == P_QKV_W) {
-            d->tp_dim = 0, d->tp_blocks = 3;
-        } else if (k == P_QKV_B) {
-            d->tp_dim = 1, d->tp_blocks = 3;
-        } else if (k == P_FC_B || k == P_PROJ_W || k == P_FCPROJ_W) {
-            d->tp_dim = 1;
-        }
+    switch (s->split) {
+    case HX_TP_VOCAB:
+        return 0;
+    case HX_TP_COLUMN:
+        return s->role == HX_PARAM_BIAS ? 1 : 0;
+    case HX_TP_ROW:
+        return 1;
+    default:
+        return -1;
     }
+}
+
+static void tp_split(struct gpt_param_dist *d, const struct hx_param_spec *s, int tp)
+{
+    d->tp_dim = tp > 1 ? tp_dim_of(s) : -1;
     d->lrows = d->tp_dim == 0 ? d->rows / tp : d->rows;
     d->lcols = d->tp_dim == 1 ? d->cols / tp : d->cols;
+    /* the blocks along the cut, each cut in tp parts (q|k|v separately: whole heads) */
+    d->nblocks = s->nblocks > 0 ? s->nblocks : 1;
+    for (int b = 0; b < d->nblocks; b++) {
+        d->block[b] = s->nblocks > 0 ? s->block[b] : d->tp_dim == 0 ? d->rows : d->cols;
+        HX_ASSERT(d->tp_dim < 0 || d->block[b] % tp == 0, "parameter %s: block %d of %d "
+                  "along dimension %d does not divide by tp %d", s->name, b, d->block[b],
+                  d->tp_dim, tp);
+    }
 }
 
 void hx_gpt_dist_layout(struct hx_gpt *m)
 {
-    const struct hx_gpt_config *c = &m->cfg;
     const struct hx_mesh *ms = &m->mesh;
-    int C = c->hidden_size, L = c->num_layers;
-    /* per-layer shapes in units of C (0 rows: a (1, cols) vector), as in make_params */
-    static const int rows[P_PER_LAYER] = { 0, 0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0 };
-    static const int cols[P_PER_LAYER] = { 1, 1, 1, 3, 1, 1, 1, 1, 1, 4, 4, 1 };
+    int L = m->cfg.num_layers;
     m->pd = calloc((size_t)m->nparams, sizeof *m->pd);
-    HX_ASSERT(m->pd != NULL, "out of memory");
+    int *nk = calloc((size_t)L + 1, sizeof(int)); /* [l + 1]: parameters of layer l so far */
+    HX_ASSERT(m->pd != NULL && nk != NULL, "out of memory");
     int p = ms->sp.s, j = ms->groups[HX_GROUP_SHARD_P].rank;
+    /* pipeline stages: layers in equal runs; the embedding on the first stage, the output
+     * layer and its norm on the last, a tied embedding on both */
+    int first = hx_gpt_vstage_rank(m, 0), head = hx_gpt_vstage_rank(m, m->nvs - 1);
+    m->units = 1;
     for (int i = 0; i < m->nparams; i++) {
+        const struct hx_param_spec *s = &m->spec[i];
         struct gpt_param_dist *d = &m->pd[i];
-        d->layer = d->k = -1;
-        if (i == P_WTE || i == P_WPE) {
-            d->rows = i == P_WTE ? c->vocab_size : c->max_seq_len;
-            d->cols = C;
-        } else if (i >= 2 + L * P_PER_LAYER) {
-            d->rows = 1;
-            d->cols = C;
-        } else {
-            d->layer = (i - 2) / P_PER_LAYER;
-            d->k = (i - 2) % P_PER_LAYER;
-            d->rows = rows[d->k] ? rows[d->k] * C : 1;
-            d->cols = cols[d->k] * C;
-        }
-        static const char *names[P_PER_LAYER] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b",
-                                                  "proj_w", "proj_b", "ln2_w", "ln2_b",
-                                                  "fc_w", "fc_b", "fcproj_w", "fcproj_b" };
-        int is_lnf = i >= 2 + L * P_PER_LAYER;
-        if (d->layer >= 0) {
-            snprintf(d->name, sizeof d->name, "h%d.%s", d->layer, names[d->k]);
-        } else {
-            snprintf(d->name, sizeof d->name, "%s", i == P_WTE ? "wte" : i == P_WPE ? "wpe"
-                                                    : i == m->nparams - 2 ? "lnf_w" : "lnf_b");
-        }
-        /* pipeline stages: layers in equal runs; the embedding on the first stage, the final
-         * LayerNorm and the tied head (a second copy of wte) on the last */
-        int head = hx_gpt_vstage_rank(m, m->nvs - 1);
-        d->stage = d->layer >= 0 ? hx_gpt_vstage_rank(m, d->layer / m->Lc) : is_lnf ? head : 0;
-        d->held = d->stage == ms->pp_rank || (i == P_WTE && head == ms->pp_rank);
-        tp_split(d, d->k, i == P_WTE, ms->tp);
+        d->layer = s->site == HX_SITE_LAYER ? s->layer : -1;
+        d->k = d->layer >= 0 ? nk[d->layer + 1] : -1;
+        HX_ASSERT(d->layer < L && ++nk[d->layer + 1] <= HX_UNIT_MAX && s->unit >= 0 &&
+                  s->unit < HX_UNIT_MAX, "parameter %s: layer %d of %d, unit %d, %d "
+                  "parameters in the layer (at most %d)", s->name, s->layer, L, s->unit,
+                  nk[d->layer + 1], HX_UNIT_MAX);
+        m->units = d->layer >= 0 && s->unit >= m->units ? s->unit + 1 : m->units;
+        d->rows = s->rows;
+        d->cols = s->cols;
+        snprintf(d->name, sizeof d->name, "%s", s->name);
+        d->stage = d->layer >= 0 ? hx_gpt_vstage_rank(m, d->layer / m->Lc)
+                 : s->site == HX_SITE_HEAD ? head : first;
+        d->held = d->stage == ms->pp_rank || (s->site == HX_SITE_TIED && head == ms->pp_rank);
+        tp_split(d, s, ms->tp);
         long n = (long)d->lrows * d->lcols;
         d->piece_cnt = hx_split_count(n, p, j);
         d->piece_off = hx_split_offset(n, p, j);
-        int is_ln = d->k == P_LN1_W || d->k == P_LN1_B || d->k == P_LN2_W || d->k == P_LN2_B ||
-                    i >= m->nparams - 2;
-        d->sp_partial = ms->sequence_parallel && is_ln;
+        d->sp_partial = ms->sequence_parallel && s->role == HX_PARAM_NORM;
     }
+    m->layer_params_max = 0;
+    for (int l = 0; l <= L; l++) {
+        m->layer_params_max = nk[l] > m->layer_params_max ? nk[l] : m->layer_params_max;
+    }
+    free(nk);
     /* optimizer-state owners inside the OS group: whole pieces, largest first, each to the
      * least loaded member (every member computes the same answer: same pieces, same order) */
     int q = ms->groups[HX_GROUP_SHARD_OS].size, me = ms->groups[HX_GROUP_SHARD_OS].rank;
@@ -178,9 +174,11 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
                 best = i;
             }
         }
-        /* wte first: its two pipeline copies (first and last stage) then have the same
-         * owner, so the embedding group sums owner with owner */
-        best = m->pd[P_WTE].held && !done[P_WTE] ? P_WTE : best;
+        /* a tied embedding first: its two pipeline copies (first and last stage) then have
+         * the same owner, so the embedding group sums owner with owner */
+        for (int i = m->nparams - 1; i >= 0; i--) {
+            best = m->spec[i].site == HX_SITE_TIED && m->pd[i].held && !done[i] ? i : best;
+        }
         int owner = 0;
         for (int r = 1; r < q; r++) {
             owner = load[r] < load[owner] ? r : owner;
@@ -226,11 +224,12 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
     m->gfinal = calloc((size_t)n, sizeof(hx_tensor_t));
     HX_ASSERT(m->pfull && m->gfull && m->mbg && m->gfinal, "out of memory");
     /* nps slots of gathered layer parameters and of their gradients: layer l in l % nps */
-    hx_tensor_t (*slot)[P_PER_LAYER] = calloc((size_t)m->nps, sizeof *slot);
-    hx_tensor_t (*gslot)[P_PER_LAYER] = calloc((size_t)m->nps, sizeof *gslot);
+    /* slot s's k-th tensor of a layer at [s * layer_params_max + k] */
+    size_t nslot = (size_t)m->nps * (size_t)m->layer_params_max + 1;
+    hx_tensor_t *slot = calloc(nslot, sizeof *slot), *gslot = calloc(nslot, sizeof *gslot);
     m->slot_layer = malloc(sizeof(int) * (size_t)m->nps);
     m->rs_wait = malloc(sizeof *m->rs_wait * (size_t)RS_WAIT_MAX(m));
-    m->grads_done = calloc((size_t)((m->cfg.num_layers + 1) * m->Ml * UNITS), sizeof(int));
+    m->grads_done = calloc((size_t)((m->cfg.num_layers + 1) * m->Ml * m->units), sizeof(int));
     HX_ASSERT(slot && gslot && m->slot_layer && m->rs_wait && m->grads_done, "out of memory");
     for (int k = 0; k < m->nps; k++) {
         m->slot_layer[k] = -1;
@@ -250,16 +249,21 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
             m->pfull[i] = m->params[i];
             m->gfull[i] = per_mb ? m->mbg[i] : m->grads[i];
         } else if (d->layer >= 0) {
-            int s = d->layer % m->nps;
-            if (slot[s][d->k] == NULL) {
+            /* the layers sharing a slot have the same k-th parameter (same shape) */
+            int s = d->layer % m->nps, at = s * m->layer_params_max + d->k;
+            if (slot[at] == NULL) {
                 char fmt[32];
                 snprintf(fmt, sizeof fmt, "slot%d.%%s", s);
-                slot[s][d->k] = comm_tensor(m, fmt, name, d->lrows, d->lcols);
+                slot[at] = comm_tensor(m, fmt, name, d->lrows, d->lcols);
                 snprintf(fmt, sizeof fmt, "gslot%d.%%s", s);
-                gslot[s][d->k] = comm_tensor(m, fmt, name, d->lrows, d->lcols);
+                gslot[at] = comm_tensor(m, fmt, name, d->lrows, d->lcols);
             }
-            m->pfull[i] = slot[s][d->k];
-            m->gfull[i] = gslot[s][d->k];
+            HX_ASSERT(slot[at]->rows == d->lrows && slot[at]->cols == d->lcols, "parameter %s "
+                      "(%d x %d) shares gather slot %d with %s (%d x %d): under s_p > 1 every "
+                      "layer must declare the same parameters in the same order", d->name,
+                      d->lrows, d->lcols, s, slot[at]->name, slot[at]->rows, slot[at]->cols);
+            m->pfull[i] = slot[at];
+            m->gfull[i] = gslot[at];
         } else {
             m->pfull[i] = comm_tensor(m, "gather.%s", name, d->lrows, d->lcols);
             m->gfull[i] = comm_tensor(m, "gfull.%s", name, d->lrows, d->lcols);
@@ -382,9 +386,9 @@ void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
     }
     int at = m->g->cur.layer; /* the gathers carry the layer they serve (traces) */
     m->g->cur.layer = layer;
-    for (int u = 0; u < units(layer); u++) { /* one packed message per unit (see UNITS) */
-        int ids[P_PER_LAYER];
-        hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
+    for (int u = 0; u < units(m, layer); u++) { /* one packed message per unit (units()) */
+        int ids[HX_UNIT_MAX];
+        hx_tensor_t full[HX_UNIT_MAX], piece[HX_UNIT_MAX];
         int n = held_params(m, layer, u, ids, full, piece, m->pfull, m->params);
         if (n > 0) {
             hx_allgather_packed(m->g, HX_GROUP_SHARD_P, n, full, piece);
@@ -509,8 +513,8 @@ void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
          * their slots from the forward */
         hx_gpt_dist_gather_params(m, layer - 1);
     }
-    for (int u = 0; u < units(layer); u++) {
-        int ids[P_PER_LAYER];
+    for (int u = 0; u < units(m, layer); u++) {
+        int ids[HX_UNIT_MAX];
         for (int q = 0, n = unit_params(m, layer, u, ids); q < n; q++) {
             if (m->gfull[ids[q]] != m->grads[ids[q]]) { /* a per-micro-batch buffer */
                 hx_fill(m->g, m->gfull[ids[q]], 0.0f);
@@ -543,8 +547,8 @@ static void grad_queue(struct hx_gpt *m, int i, int mb)
  * or the micro-batch's buffers when s_g > s_p), then the queue. */
 static void unit_grads_now(struct hx_gpt *m, int l, int u, int mb)
 {
-    int per_mb = m->mesh.sg.s > m->mesh.sp.s, ids[P_PER_LAYER];
-    hx_tensor_t full[P_PER_LAYER], piece[P_PER_LAYER];
+    int per_mb = m->mesh.sg.s > m->mesh.sp.s, ids[HX_UNIT_MAX];
+    hx_tensor_t full[HX_UNIT_MAX], piece[HX_UNIT_MAX];
     int n = held_params(m, l, u, ids, full, piece, m->gfull, per_mb ? m->mbg : m->grads);
     int at = m->g->cur.layer; /* the reduce-scatter carries the layer it serves (traces) */
     m->g->cur.layer = l;
@@ -571,11 +575,11 @@ void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
         return;
     }
     /* a unit's gradients travel together once its last one is complete */
-    int l = m->pd[i].layer, u = l < 0 ? 0 : UNIT_OF(m->pd[i].k), ids[P_PER_LAYER], held = 0;
+    int l = m->pd[i].layer, u = l < 0 ? 0 : m->spec[i].unit, ids[HX_UNIT_MAX], held = 0;
     for (int q = 0, nq = unit_params(m, l, u, ids); q < nq; q++) {
         held += m->pd[ids[q]].held;
     }
-    int *done = &m->grads_done[(mb * (m->cfg.num_layers + 1) + l + 1) * UNITS + u];
+    int *done = &m->grads_done[(mb * (m->cfg.num_layers + 1) + l + 1) * m->units + u];
     if (++*done < held) {
         return;
     }
@@ -623,10 +627,13 @@ void hx_gpt_dist_after_backward(struct hx_gpt *m)
         hx_allreduce(m->g, HX_GROUP_DP, 1, &m->loss_sum, HX_SUM);
     }
     if (ms->pp > 1) {
-        /* the two copies of the tied wte (first stage: lookup, last: head) sum their
+        /* the two copies of a tied embedding (first stage: lookup, last: head) sum their
          * gradients, after each was reduced over its replicas; then both run the same AdamW */
-        if (m->wte_copies == 2 && (m->first_stage || m->last_stage)) {
-            hx_allreduce(m->g, HX_GROUP_EMBED, 1, &m->gfinal[P_WTE], HX_SUM);
+        for (int i = 0; i < m->nparams; i++) {
+            if (m->spec[i].site == HX_SITE_TIED && m->wte_copies == 2 &&
+                (m->first_stage || m->last_stage)) {
+                hx_allreduce(m->g, HX_GROUP_EMBED, 1, &m->gfinal[i], HX_SUM);
+            }
         }
         hx_allreduce(m->g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM); /* 0 but on the last */
     }
@@ -639,8 +646,8 @@ int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i)
 {
     const struct hx_mesh *ms = &m->mesh;
     int first_os_group = ms->groups[HX_GROUP_REPLICA].rank < ms->groups[HX_GROUP_SHARD_OS].size;
-    /* the last stage's copy of the tied wte is the first stage's again */
-    int first_copy = i != P_WTE || m->first_stage;
+    /* the last stage's copy of a tied embedding is the first stage's again */
+    int first_copy = m->spec[i].site != HX_SITE_TIED || m->first_stage;
     return m->pd[i].owns_optim && first_os_group && first_copy &&
            (m->pd[i].tp_dim >= 0 || ms->tp_rank == 0);
 }

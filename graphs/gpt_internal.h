@@ -7,6 +7,10 @@
 #define HX_GPT_INTERNAL_H
 
 #include "helix/gpt.h"
+#include "helix/model.h"
+
+/* parameters of one sharding unit (one packed message), and of one layer */
+#define HX_UNIT_MAX 32
 
 /* per-layer parameter offsets, in the documented order */
 enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B, P_FC_W, P_FC_B,
@@ -54,22 +58,25 @@ struct gpt_slot {
     hx_tensor_t lnf, lnf_mean, lnf_rstd, lnfg, logits, losses, xent_lse;
 };
 
-/* How one parameter is split on this rank (graphs/gpt_dist.c).  Tensor parallelism cuts the
- * serial (rows, cols) along tp_dim into tp_blocks blocks (qkv: q, k, v) and keeps part
- * tp_rank of each; AMSP's s_p then cuts that tp-local tensor flat into pieces, this rank's
- * being [piece_off, piece_off + piece_cnt); gradients and Adam states of the piece belong
- * to one member of the G / OS group. */
+/* How one parameter is split on this rank (graphs/gpt_dist.c, from its struct
+ * hx_param_spec).  Tensor parallelism cuts the serial (rows, cols) along tp_dim, each of its
+ * blocks (qkv: q, k, v) separately, and keeps part tp_rank of each; AMSP's s_p then cuts
+ * that tp-local tensor flat into pieces, this rank's being [piece_off, piece_off +
+ * piece_cnt); gradients and Adam states of the piece belong to one member of the G / OS
+ * group. */
 struct gpt_param_dist {
     int rows, cols;          /* serial shape */
     int tp_dim;              /* -1 replicated over tp, 0 rows split, 1 columns split */
-    int tp_blocks;           /* blocks split separately (3 for q|k|v), else 1 */
+    int nblocks;             /* blocks along tp_dim, each split separately (3 for q|k|v) */
+    int block[HX_PARAM_MAX_BLOCKS]; /* their serial sizes, summing to the dimension */
     int lrows, lcols;        /* tp-local shape */
     long piece_off, piece_cnt; /* this rank's flat piece of the tp-local tensor */
     int os_owner;            /* OS-group rank that updates the piece */
     int owns_grad;           /* this rank keeps the piece's accumulated gradient */
     int owns_optim;          /* this rank keeps its Adam states and runs AdamW */
     int sp_partial;          /* LayerNorm under sequence parallelism: tp partial sums */
-    int layer, k;            /* transformer layer and P_* index, or -1 */
+    int layer, k;            /* transformer layer and index among its parameters (GPT-2:
+                              * P_*), or -1 */
     int held;                /* this pipeline stage keeps it (wte: first and last stage) */
     int stage;               /* the stage that owns it (wte: the first) */
     char name[HX_NAME_MAX];  /* "h3.qkv_w", "wte", ... (also for parameters not held) */
@@ -115,6 +122,9 @@ struct hx_gpt {
                                           * block) in order: item k is nodes [item_first[k],
                                           * item_first[k + 1]) */
     int nparams;
+    struct hx_param_spec *spec;          /* [nparams] what each parameter is (helix/model.h) */
+    int units;                           /* sharding units of a layer (spec[].unit < units) */
+    int layer_params_max;                /* parameters of the largest layer */
     /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
      * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],
      * or a gather buffer under s_p > 1); gfull[i]: what the backward accumulates into;
@@ -171,6 +181,9 @@ struct hx_gpt {
                                           * ranges [begin, end), one per chunk */
     int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
+
+/* graphs/gpt_spec.c: spec[] and nparams, GPT-2's parameters in the documented order */
+void hx_gpt_param_specs(struct hx_gpt *m);
 
 /* graphs/gpt_acts.c: activation tensors (N rows; sequence shards; the full companion of a
  * shard under SP), the pool of layer sets and the per-micro-batch slots */

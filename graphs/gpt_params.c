@@ -69,22 +69,33 @@ int hx_gpt_realize(hx_gpt_t m)
 
 /* ---- shards of a parameter's state ---- */
 
-/* Copy between the serial (rows, cols) tensor and tp rank @p t's part: along tp_dim each of
- * the tp_blocks blocks is cut in tp parts (q|k|v split separately, so heads stay whole).
+/* The serial index along tp_dim of tp rank @p t's local index @p r: the local extent is each
+ * block's 1/tp part in block order, rank t's part of block b sitting at t * block[b] / tp
+ * inside it (q|k|v split separately, so heads stay whole). */
+static int tp_index(const struct gpt_param_dist *d, int tp, int t, int r)
+{
+    int full0 = 0; /* the block's first serial index */
+    for (int b = 0; b < d->nblocks; b++) {
+        int lb = d->block[b] / tp; /* local extent of block b */
+        if (r < lb) {
+            return full0 + t * lb + r;
+        }
+        r -= lb;
+        full0 += d->block[b];
+    }
+    HX_ASSERT(0, "parameter %s: local index beyond its blocks", d->name);
+    return -1;
+}
+
+/* Copy between the serial (rows, cols) tensor and tp rank @p t's part (tp_index).
  * to_local: full -> local, else local -> full. */
 static void tp_copy(const struct gpt_param_dist *d, int tp, int t, float *full, float *local,
                     int to_local)
 {
     for (int r = 0; r < d->lrows; r++) {
+        int fr = d->tp_dim == 0 ? tp_index(d, tp, t, r) : r;
         for (int c = 0; c < d->lcols; c++) {
-            int fr = r, fc = c;
-            if (d->tp_dim == 0) {
-                int lb = d->lrows / d->tp_blocks; /* local rows per block */
-                fr = (r / lb) * lb * tp + t * lb + r % lb;
-            } else if (d->tp_dim == 1) {
-                int lb = d->lcols / d->tp_blocks;
-                fc = (c / lb) * lb * tp + t * lb + c % lb;
-            }
+            int fc = d->tp_dim == 1 ? tp_index(d, tp, t, c) : c;
             float *f = full + (size_t)fr * d->cols + fc, *l = local + (size_t)r * d->lcols + c;
             if (to_local) {
                 *l = *f;
@@ -247,26 +258,18 @@ void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
     }
     struct hx_rng rng;
     hx_rng_seed(&rng, seed);
-    /* GPT-2: residual projections scaled by 1/sqrt(2L) so the stream's variance stays put.
-     * Every rank draws every value of the serial model in order and keeps its shard, so a
-     * seed means the same model on every mesh. */
-    double resid_std = 0.02 / sqrt(2.0 * m->cfg.num_layers);
+    /* As each parameter's spec says (GPT-2's: graphs/gpt_spec.c).  Every rank draws every
+     * value of the serial model in order and keeps its shard, so a seed means the same model
+     * on every mesh. */
     for (int i = 0; i < m->nparams; i++) {
         const struct gpt_param_dist *d = &m->pd[i];
-        int k = d->k;
-        int is_ln_w = k == P_LN1_W || k == P_LN2_W || i == m->nparams - 2;
-        int is_resid = k == P_PROJ_W || k == P_FCPROJ_W;
+        const struct hx_param_spec *s = &m->spec[i];
         size_t n = (size_t)d->rows * d->cols;
         float *x = malloc(sizeof(float) * n);
         HX_ASSERT(x != NULL, "out of memory initialising %s (%zu floats)", d->name, n);
         for (size_t j = 0; j < n; j++) {
-            if (is_ln_w) {
-                x[j] = 1.0f;
-            } else if (d->rows == 1) {
-                x[j] = 0.0f;   /* biases and LayerNorm shifts */
-            } else {
-                x[j] = (float)(hx_rng_normal(&rng) * (is_resid ? resid_std : 0.02));
-            }
+            x[j] = s->init == HX_INIT_ONE ? 1.0f : s->init == HX_INIT_ZERO ? 0.0f
+                 : (float)(hx_rng_normal(&rng) * s->init_std);
         }
         hx_gpt_scatter_state(m, i, HX_STATE_PARAM, x);
         memset(x, 0, sizeof(float) * n);

@@ -10,6 +10,7 @@
  * graph.h    the IR: nodes, dependencies, DOT export, submission
  * layers.h   graph builders for transformer layers
  * gpt.h      the GPT-2 training step
+ * model.h    the model interface the parallel passes consume (parameters)
  * sched.h    scheduling policies by name
  * data.h     byte corpora and batches
  * trace.h    task traces for Perfetto
@@ -29,6 +30,7 @@
 #include "helix/graph.h"
 #include "helix/layers.h"
 #include "helix/mesh.h"
+#include "helix/model.h"
 #include "helix/ops.h"
 #include "helix/overlap.h"
 #include "helix/plan.h"
