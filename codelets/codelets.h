@@ -30,7 +30,10 @@ struct starpu_codelet *hx_op_nccl_codelet(enum hx_op op);
 extern struct starpu_codelet hx_cl_matmul, hx_cl_matmul_gelu, hx_cl_bias_bwd;
 extern struct starpu_codelet hx_cl_layernorm_fwd, hx_cl_add_layernorm_fwd, hx_cl_layernorm_bwd_data,
     hx_cl_layernorm_bwd_weight;
+extern struct starpu_codelet hx_cl_rmsnorm_fwd, hx_cl_add_rmsnorm_fwd, hx_cl_rmsnorm_bwd_data,
+    hx_cl_rmsnorm_bwd_weight;
 extern struct starpu_codelet hx_cl_gelu_fwd, hx_cl_gelu_bwd;
+extern struct starpu_codelet hx_cl_swiglu_fwd, hx_cl_swiglu_bwd;
 extern struct starpu_codelet hx_cl_attention_fwd, hx_cl_attention_bwd;
 extern struct starpu_codelet hx_cl_xent_fwd, hx_cl_xent_bwd, hx_cl_xent_fused;
 extern struct starpu_codelet hx_cl_embed_fwd, hx_cl_embed_bwd;
@@ -70,6 +73,38 @@ static inline long hx_buf_flat(void *buffers[], int i, long n, const char *op)
     long m = (long)rows * cols;
     HX_ASSERT(n < 0 || m == n, "%s: buffer %d has %ld elements, expected %ld", op, i, m, n);
     return m;
+}
+
+/* Tile checks of the row-wise families (layernorm, rmsnorm), which a family's CPU codelet and
+ * device launchers share: a node whose shape is not its tile's is a graph-builder bug that
+ * would read past the tile.  Here buffer i is a (rows, cols) tile of the node's args. */
+static inline void hx_buf_check_rows(void *buffers[], int i, const struct hx_rows_args *a,
+                                     const char *what, const char *op)
+{
+    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, i) && a->cols == HX_BUF_COLS(buffers, i),
+              "%s: args (%d,%d) but the %s tile is (%d,%d); the graph builder "
+              "(graphs/layers.c) passed the wrong shape", op, a->rows, a->cols, what,
+              HX_BUF_ROWS(buffers, i), HX_BUF_COLS(buffers, i));
+}
+
+/* Buffer i holds n floats read as one contiguous vector (a weight (1,C), a row statistic
+ * (N,1)). */
+static inline void hx_buf_check_vec(void *buffers[], int i, int n, const char *what,
+                                    const char *op)
+{
+    int rows = HX_BUF_ROWS(buffers, i), cols = HX_BUF_COLS(buffers, i);
+    HX_ASSERT((long)rows * cols == n && (rows == 1 || HX_BUF_LD(buffers, i) == cols),
+              "%s: %s is a (%d,%d) tile with ld %d, expected %d contiguous floats; the graph "
+              "builder (graphs/layers.c) passed the wrong tensor", op, what, rows, cols,
+              HX_BUF_LD(buffers, i), n);
+}
+
+/* Buffer i has the row stride ld of the op's other (N, C) tiles. */
+static inline void hx_buf_check_ld(void *buffers[], int i, int ld, const char *what,
+                                   const char *op)
+{
+    HX_ASSERT(HX_BUF_LD(buffers, i) == ld, "%s: %s has ld %d, the other (N,C) tiles %d; the "
+              "kernels take one row stride", op, what, HX_BUF_LD(buffers, i), ld);
 }
 
 /* The device slots of a codelet: StarPU picks among the implementations a codelet has, and

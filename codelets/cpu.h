@@ -25,8 +25,22 @@ void hx_cpu_layernorm_bwd_data(float *dinp, const float *dout, const float *inp,
 void hx_cpu_layernorm_bwd_weight(float *dw, float *db, const float *dout, const float *inp,
                                  const float *mean, const float *rstd, int N, int C, int ld);
 
+/* RMSNorm (Llama): out = inp rstd w, no mean, no bias */
+void hx_cpu_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w, int N, int C,
+                        int ld, float eps);
+/* dinp = [resid +] dRMSNorm/dinp (resid may be NULL) */
+void hx_cpu_rmsnorm_bwd_data(float *dinp, const float *dout, const float *inp, const float *w,
+                             const float *rstd, const float *resid, int N, int C, int ld);
+/* dw += sum_rows dout * xhat */
+void hx_cpu_rmsnorm_bwd_weight(float *dw, const float *dout, const float *inp, const float *rstd,
+                               int N, int C, int ld);
+
 void hx_cpu_gelu_fwd(float *out, const float *inp, long n);
 void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n);
+
+/* SwiGLU on contiguous rows: inp, dinp (N,2F) = [gate | up], out, dout (N,F) */
+void hx_cpu_swiglu_fwd(float *out, const float *inp, int N, int F);
+void hx_cpu_swiglu_bwd(float *dinp, const float *inp, const float *dout, int N, int F);
 
 /* Blocked causal attention (flash-attention): q, k, v blocks of `block` rows; scores never
  * exceed one (block x block) tile.  qkv (nseq*T, 3C) ld_qkv; out (nseq*T, C) ld_out;

@@ -100,45 +100,18 @@ void hx_cpu_layernorm_bwd_weight(float *dw, float *db, const float *dout, const 
 
 /* ---- buffer checks, shared with the device launchers (codelets/layernorm.h) ---- */
 
-/* The node's shape must be tile @p i's: a graph bug here would read past the tile. */
-static void check_rows(void *buffers[], int i, const struct hx_rows_args *a, const char *what,
-                       const char *op)
-{
-    HX_ASSERT(a->rows == HX_BUF_ROWS(buffers, i) && a->cols == HX_BUF_COLS(buffers, i),
-              "%s: args (%d,%d) but the %s tile is (%d,%d); the graph builder "
-              "(graphs/layers.c) passed the wrong shape", op, a->rows, a->cols, what,
-              HX_BUF_ROWS(buffers, i), HX_BUF_COLS(buffers, i));
-}
-
-/* Buffer i holds n floats read as one contiguous vector (w, b, dw, db: C; mean, rstd: N). */
-static void check_vec(void *buffers[], int i, int n, const char *what, const char *op)
-{
-    int rows = HX_BUF_ROWS(buffers, i), cols = HX_BUF_COLS(buffers, i);
-    HX_ASSERT((long)rows * cols == n && (rows == 1 || HX_BUF_LD(buffers, i) == cols),
-              "%s: %s is a (%d,%d) tile with ld %d, expected %d contiguous floats; the graph "
-              "builder (graphs/layers.c) passed the wrong tensor", op, what, rows, cols,
-              HX_BUF_LD(buffers, i), n);
-}
-
-/* Buffer i has the row stride ld of the op's (N, C) tiles. */
-static void check_ld(void *buffers[], int i, int ld, const char *what, const char *op)
-{
-    HX_ASSERT(HX_BUF_LD(buffers, i) == ld, "%s: %s has ld %d, the other (N,C) tiles %d; the "
-              "kernels take one row stride", op, what, HX_BUF_LD(buffers, i), ld);
-}
-
 int hx_layernorm_fwd_check(void *buffers[], const struct hx_node *node)
 {
     const struct hx_rows_args *a = &node->args.rows;
     const char *op = "layernorm_fwd";
     int ld = HX_BUF_LD(buffers, 0);
-    check_rows(buffers, 0, a, "inp", op);
-    check_rows(buffers, 3, a, "out", op);
-    check_ld(buffers, 3, ld, "out", op);
-    check_vec(buffers, 1, a->cols, "w", op);
-    check_vec(buffers, 2, a->cols, "b", op);
-    check_vec(buffers, 4, a->rows, "mean", op);
-    check_vec(buffers, 5, a->rows, "rstd", op);
+    hx_buf_check_rows(buffers, 0, a, "inp", op);
+    hx_buf_check_rows(buffers, 3, a, "out", op);
+    hx_buf_check_ld(buffers, 3, ld, "out", op);
+    hx_buf_check_vec(buffers, 1, a->cols, "w", op);
+    hx_buf_check_vec(buffers, 2, a->cols, "b", op);
+    hx_buf_check_vec(buffers, 4, a->rows, "mean", op);
+    hx_buf_check_vec(buffers, 5, a->rows, "rstd", op);
     return ld;
 }
 
@@ -150,14 +123,14 @@ int hx_add_layernorm_fwd_check(void *buffers[], const struct hx_node *node)
     int ld = HX_BUF_LD(buffers, 4);
     for (int i = 0; i < 6; i++) {
         if (i != 2 && i != 3) {
-            check_rows(buffers, i, a, names[i], op);
-            check_ld(buffers, i, ld, names[i], op);
+            hx_buf_check_rows(buffers, i, a, names[i], op);
+            hx_buf_check_ld(buffers, i, ld, names[i], op);
         }
     }
-    check_vec(buffers, 2, a->cols, "w", op);
-    check_vec(buffers, 3, a->cols, "bias", op);
-    check_vec(buffers, 6, a->rows, "mean", op);
-    check_vec(buffers, 7, a->rows, "rstd", op);
+    hx_buf_check_vec(buffers, 2, a->cols, "w", op);
+    hx_buf_check_vec(buffers, 3, a->cols, "bias", op);
+    hx_buf_check_vec(buffers, 6, a->rows, "mean", op);
+    hx_buf_check_vec(buffers, 7, a->rows, "rstd", op);
     return ld;
 }
 
@@ -166,18 +139,18 @@ int hx_layernorm_bwd_data_check(void *buffers[], const struct hx_node *node, int
     const struct hx_rows_args *a = &node->args.rows;
     const char *op = "layernorm_bwd_data";
     int ld = HX_BUF_LD(buffers, 0);
-    check_rows(buffers, 0, a, "dout", op);
-    check_rows(buffers, 1, a, "inp", op);
-    check_rows(buffers, 5, a, "dinp", op);
-    check_ld(buffers, 1, ld, "inp", op);
-    check_ld(buffers, 5, ld, "dinp", op);
-    check_vec(buffers, 2, a->cols, "w", op);
-    check_vec(buffers, 3, a->rows, "mean", op);
-    check_vec(buffers, 4, a->rows, "rstd", op);
+    hx_buf_check_rows(buffers, 0, a, "dout", op);
+    hx_buf_check_rows(buffers, 1, a, "inp", op);
+    hx_buf_check_rows(buffers, 5, a, "dinp", op);
+    hx_buf_check_ld(buffers, 1, ld, "inp", op);
+    hx_buf_check_ld(buffers, 5, ld, "dinp", op);
+    hx_buf_check_vec(buffers, 2, a->cols, "w", op);
+    hx_buf_check_vec(buffers, 3, a->rows, "mean", op);
+    hx_buf_check_vec(buffers, 4, a->rows, "rstd", op);
     *has_resid = node->nrefs > 6 && a->has_resid;
     if (*has_resid) {
-        check_rows(buffers, 6, a, "resid", op);
-        check_ld(buffers, 6, ld, "resid", op);
+        hx_buf_check_rows(buffers, 6, a, "resid", op);
+        hx_buf_check_ld(buffers, 6, ld, "resid", op);
     }
     return ld;
 }
@@ -187,13 +160,13 @@ int hx_layernorm_bwd_weight_check(void *buffers[], const struct hx_node *node)
     const struct hx_rows_args *a = &node->args.rows;
     const char *op = "layernorm_bwd_weight";
     int ld = HX_BUF_LD(buffers, 0);
-    check_rows(buffers, 0, a, "dout", op);
-    check_rows(buffers, 1, a, "inp", op);
-    check_ld(buffers, 1, ld, "inp", op);
-    check_vec(buffers, 2, a->rows, "mean", op);
-    check_vec(buffers, 3, a->rows, "rstd", op);
-    check_vec(buffers, 4, a->cols, "dw", op);
-    check_vec(buffers, 5, a->cols, "db", op);
+    hx_buf_check_rows(buffers, 0, a, "dout", op);
+    hx_buf_check_rows(buffers, 1, a, "inp", op);
+    hx_buf_check_ld(buffers, 1, ld, "inp", op);
+    hx_buf_check_vec(buffers, 2, a->rows, "mean", op);
+    hx_buf_check_vec(buffers, 3, a->rows, "rstd", op);
+    hx_buf_check_vec(buffers, 4, a->cols, "dw", op);
+    hx_buf_check_vec(buffers, 5, a->cols, "db", op);
     return ld;
 }
 

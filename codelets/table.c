@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* codelets/table.c: the op table, indexed by enum hx_op: name (task name and perf-model
  * symbol "hx_<name>"), codelet, and the number of buffers each op accepts, from the buffer
- * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's resid,
- * embed_bwd's dwpe).
+ * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's and
+ * rmsnorm_bwd_data's resid, embed_bwd's dwpe).
  * The names are calibration keys of the perf models: keep them stable.
  * Test: every codelet test goes through it; tests/graphs/ir_topology.c checks op names. */
 #include <stddef.h>
@@ -44,6 +44,12 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_FENCE] = { "fence", &hx_cl_fence, 2, HX_NODE_MAXREFS },
     [HX_OP_XENT_VP_STATS] = { "xent_vp_stats", &hx_cl_xent_vp_stats, 3, 3 },
     [HX_OP_XENT_VP] = { "xent_vp", &hx_cl_xent_vp, 5, 5 },
+    [HX_OP_RMSNORM_FWD] = { "rmsnorm_fwd", &hx_cl_rmsnorm_fwd, 4, 4 },
+    [HX_OP_ADD_RMSNORM_FWD] = { "add_rmsnorm_fwd", &hx_cl_add_rmsnorm_fwd, 6, 6 },
+    [HX_OP_RMSNORM_BWD_DATA] = { "rmsnorm_bwd_data", &hx_cl_rmsnorm_bwd_data, 5, 6 },
+    [HX_OP_RMSNORM_BWD_WEIGHT] = { "rmsnorm_bwd_weight", &hx_cl_rmsnorm_bwd_weight, 4, 4 },
+    [HX_OP_SWIGLU_FWD] = { "swiglu_fwd", &hx_cl_swiglu_fwd, 2, 2 },
+    [HX_OP_SWIGLU_BWD] = { "swiglu_bwd", &hx_cl_swiglu_bwd, 3, 3 },
 };
 
 const struct hx_op_info *hx_op_info(enum hx_op op)

@@ -3,7 +3,9 @@
  * row tile (a tile holds whole sequences), so tiles run in parallel and the tile split, fixed
  * by the configuration, fixes every reduction order.  Misuse (mismatched shapes or tilings)
  * is a bug in the caller and asserts with the shapes.  Flops and bytes feed the planner.
- * Test: tests/graphs/gpt_grad_fd.c, tests/graphs/torch_parity.c (through the GPT builder). */
+ * Test: tests/graphs/gpt_grad_fd.c, tests/graphs/torch_parity.c (through the GPT builder);
+ * the codelet tests of tests/codelets/ build their graphs with these (RMSNorm and SwiGLU, not
+ * yet in a model: tests/codelets/rmsnorm.c, swiglu.c). */
 #include "helix/error.h"
 #include "helix/layers.h"
 
@@ -214,6 +216,104 @@ void hx_layernorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_te
     }
 }
 
+/* RMSNorm's forward outputs and parameter against its input inp (N,C) */
+static void rmsnorm_check(hx_tensor_t out, hx_tensor_t rstd, hx_tensor_t inp, hx_tensor_t w)
+{
+    int C = inp->cols;
+    shape(out, inp->rows, C);
+    shape(rstd, inp->rows, 1);
+    shape(w, 1, C);
+    same_tiling(out, inp);
+    same_tiling(rstd, inp);
+}
+
+/* flops per element: x^2 summed (2), x rstd w (2); bytes: inp read, out written (w, rstd are
+ * a row and a column) */
+void hx_rmsnorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t rstd, hx_tensor_t inp,
+                    hx_tensor_t w, float eps)
+{
+    int C = inp->cols;
+    rmsnorm_check(out, rstd, inp, w);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = C, .eps = eps } };
+        struct hx_ref refs[4] = { hx_ref_of(inp, i, HX_R), hx_ref_of(w, 0, HX_R),
+                                  hx_ref_of(out, i, HX_W), hx_ref_of(rstd, i, HX_W) };
+        hx_graph_add(g, HX_OP_RMSNORM_FWD, &a, 4, refs, 4.0 * rows * C, F4 * 2.0 * rows * C);
+    }
+}
+
+void hx_add_rmsnorm_fwd(hx_graph_t g, hx_tensor_t sum, hx_tensor_t out, hx_tensor_t rstd,
+                        hx_tensor_t a, hx_tensor_t b, hx_tensor_t w, float eps)
+{
+    int C = a->cols;
+    shape(b, a->rows, C);
+    shape(sum, a->rows, C);
+    same_tiling(b, a);
+    same_tiling(sum, a);
+    rmsnorm_check(out, rstd, sum, w);
+    for (int e = 0; e < a->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, a->ntiles), rows = hx_tile_nrows(a, i);
+        union hx_op_args args = { .rows = { .rows = rows, .cols = C, .eps = eps } };
+        struct hx_ref refs[6] = { hx_ref_of(a, i, HX_R), hx_ref_of(b, i, HX_R),
+                                  hx_ref_of(w, 0, HX_R), hx_ref_of(sum, i, HX_W),
+                                  hx_ref_of(out, i, HX_W), hx_ref_of(rstd, i, HX_W) };
+        /* a, b read; sum, out written */
+        hx_graph_add(g, HX_OP_ADD_RMSNORM_FWD, &args, 6, refs, 5.0 * rows * C,
+                     F4 * 4.0 * rows * C);
+    }
+}
+
+/* flops per element: xhat, g (2), the g xhat sum (2), rstd (g - xhat m) (3) */
+void hx_rmsnorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
+                         hx_tensor_t w, hx_tensor_t rstd, hx_tensor_t resid)
+{
+    int C = inp->cols;
+    same_tiling(dinp, inp);
+    same_tiling(dout, inp);
+    same_tiling(rstd, inp);
+    shape(dinp, inp->rows, C);
+    shape(dout, inp->rows, C);
+    shape(rstd, inp->rows, 1);
+    shape(w, 1, C);
+    if (resid != NULL) {
+        same_tiling(resid, inp);
+        shape(resid, inp->rows, C);
+    }
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = C, .has_resid = resid != NULL } };
+        struct hx_ref refs[6] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
+                                  hx_ref_of(w, 0, HX_R), hx_ref_of(rstd, i, HX_R),
+                                  hx_ref_of(dinp, i, HX_W) };
+        if (resid != NULL) {
+            refs[5] = hx_ref_of(resid, i, HX_R);
+        }
+        hx_graph_add(g, HX_OP_RMSNORM_BWD_DATA, &a, resid != NULL ? 6 : 5, refs,
+                     7.0 * rows * C, F4 * (resid != NULL ? 4.0 : 3.0) * rows * C);
+    }
+}
+
+/* flops per element: xhat, dout xhat, += (3); bytes: dout and inp read */
+void hx_rmsnorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t dout, hx_tensor_t inp,
+                           hx_tensor_t rstd)
+{
+    int C = inp->cols;
+    same_tiling(dout, inp);
+    same_tiling(rstd, inp);
+    shape(dout, inp->rows, C);
+    shape(rstd, inp->rows, 1);
+    shape(dw, 1, C);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = C } };
+        struct hx_ref refs[4] = { hx_ref_of(dout, i, HX_R), hx_ref_of(inp, i, HX_R),
+                                  hx_ref_of(rstd, i, HX_R), hx_ref_of(dw, 0, HX_RW) };
+        hx_graph_add(g, HX_OP_RMSNORM_BWD_WEIGHT, &a, 4, refs, 3.0 * rows * C,
+                     F4 * 2.0 * rows * C);
+    }
+}
+
 void hx_gelu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp)
 {
     same_tiling(out, inp);
@@ -240,6 +340,44 @@ void hx_gelu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t do
                                   hx_ref_of(dinp, i, HX_W) };
         hx_graph_add(g, HX_OP_GELU_BWD, &a, 3, refs, 14.0 * rows * inp->cols,
                      F4 * 3.0 * rows * inp->cols);
+    }
+}
+
+/* out (N,F) against inp (N,2F) = [gate | up] */
+static void swiglu_check(hx_tensor_t out, hx_tensor_t inp)
+{
+    same_tiling(out, inp);
+    shape(inp, out->rows, 2 * out->cols);
+}
+
+/* flops per element of out: exp, 1 + e, the division, g s, s u (5, exp counted as one);
+ * bytes: inp (2F) read, out (F) written */
+void hx_swiglu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp)
+{
+    int F = out->cols;
+    swiglu_check(out, inp);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = F } };
+        struct hx_ref refs[2] = { hx_ref_of(inp, i, HX_R), hx_ref_of(out, i, HX_W) };
+        hx_graph_add(g, HX_OP_SWIGLU_FWD, &a, 2, refs, 5.0 * rows * F, F4 * 3.0 * rows * F);
+    }
+}
+
+/* flops per element of dout: s(g) (3), dgate (6), dup (2); bytes: inp (2F) and dout (F)
+ * read, dinp (2F) written */
+void hx_swiglu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t dout)
+{
+    int F = dout->cols;
+    swiglu_check(dout, inp);
+    same_tiling(dinp, inp);
+    shape(dinp, inp->rows, 2 * F);
+    for (int e = 0; e < inp->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
+        union hx_op_args a = { .rows = { .rows = rows, .cols = F } };
+        struct hx_ref refs[3] = { hx_ref_of(inp, i, HX_R), hx_ref_of(dout, i, HX_R),
+                                  hx_ref_of(dinp, i, HX_W) };
+        hx_graph_add(g, HX_OP_SWIGLU_BWD, &a, 3, refs, 11.0 * rows * F, F4 * 5.0 * rows * F);
     }
 }
 

@@ -25,10 +25,23 @@ void hx_ref_layernorm_bwd(double *dinp, double *dw, double *db, const double *do
                           const double *inp, const double *w, const double *mean,
                           const double *rstd, const double *resid, int N, int C);
 
+/* RMSNorm (Llama): out = inp * rstd * w per row, rstd(N) = 1/sqrt(mean(inp^2) + eps); no bias */
+void hx_ref_rmsnorm_fwd(double *out, double *rstd, const double *inp, const double *w, int N,
+                        int C, double eps);
+/* dinp = (resid ? resid : 0) + dRMSNorm/dinp; dw += sum dout*xhat (xhat = inp rstd).
+ * dw may be NULL (data part only); dinp may be NULL (weight part only). */
+void hx_ref_rmsnorm_bwd(double *dinp, double *dw, const double *dout, const double *inp,
+                        const double *w, const double *rstd, const double *resid, int N, int C);
+
 /* GPT-2 GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 void hx_ref_gelu_fwd(double *out, const double *inp, int n);
 /* dinp = gelu'(inp) * dout */
 void hx_ref_gelu_bwd(double *dinp, const double *inp, const double *dout, int n);
+
+/* SwiGLU: inp (N,2F) = [gate | up] per row, out (N,F) = silu(gate) up, silu(x) = x/(1+e^-x) */
+void hx_ref_swiglu_fwd(double *out, const double *inp, int N, int F);
+/* dinp (N,2F) = [dout up silu'(gate) | dout silu(gate)] */
+void hx_ref_swiglu_bwd(double *dinp, const double *inp, const double *dout, int N, int F);
 
 /* Causal self-attention, full softmax (not blocked).  qkv (nseq*T, 3C) = [q | k | v], head h
  * uses columns h*hs..(h+1)*hs of each part; scale 1/sqrt(hs).

@@ -46,10 +46,31 @@ void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_
 void hx_layernorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t db, hx_tensor_t dout,
                              hx_tensor_t inp, hx_tensor_t mean, hx_tensor_t rstd);
 
+/** out = RMSNorm(inp) w (Llama: rstd = 1/sqrt(mean(inp^2) + eps) per row, no mean
+ *  subtraction, no bias); rstd (N,1) kept for the backward */
+void hx_rmsnorm_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t rstd, hx_tensor_t inp,
+                    hx_tensor_t w, float eps);
+/** sum = a + b (a residual connection), then out = RMSNorm(sum) w: one task per tile */
+void hx_add_rmsnorm_fwd(hx_graph_t g, hx_tensor_t sum, hx_tensor_t out, hx_tensor_t rstd,
+                        hx_tensor_t a, hx_tensor_t b, hx_tensor_t w, float eps);
+/** dinp = [resid +] RMSNorm backward of dout (resid may be NULL: the residual stream's
+ *  gradient that flows around the block is added here, as in hx_layernorm_bwd_data) */
+void hx_rmsnorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
+                         hx_tensor_t w, hx_tensor_t rstd, hx_tensor_t resid);
+/** dw += sum over rows of dout * xhat, xhat = inp * rstd */
+void hx_rmsnorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t dout, hx_tensor_t inp,
+                           hx_tensor_t rstd);
+
 /** out = gelu(inp) (tanh approximation) */
 void hx_gelu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp);
 /** dinp = gelu'(inp) dout */
 void hx_gelu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t dout);
+/** out (N,F) = silu(gate) * up, inp (N,2F) = [gate | up] per row (Megatron's --swiglu: the
+ *  two halves of one fc1 of 2F outputs); silu(x) = x / (1 + exp(-x)) */
+void hx_swiglu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp);
+/** dinp (N,2F) = [dgate | dup] of dout (N,F): dgate = dout up silu'(gate),
+ *  dup = dout silu(gate) */
+void hx_swiglu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t dout);
 
 /** Causal self-attention of NH heads over sequences of T rows: qkv (N,3C) -> out (N,C),
  *  lse (N,NH).  Row tiles must hold whole sequences.  block: query/key block (0 = 64). */

@@ -90,6 +90,27 @@ enum hx_op {
      * buffers: logits (N,Vl) RW (R without grad), targets R, all R, losses (N,1) W, lse W */
     HX_OP_XENT_VP,
 
+    /* ---- Llama's layers: RMSNorm (no mean subtraction, no bias) and the SwiGLU MLP ---- */
+    /* out = x rstd * w, rstd = 1/sqrt(mean_c(x^2) + eps) per row, kept for the backward.
+     * buffers: inp (N,C) R, w (1,C) R, out (N,C) W, rstd (N,1) W */
+    HX_OP_RMSNORM_FWD,
+    /* The residual connection fused with the RMSNorm that follows it: sum = a + b, then
+     * out = RMSNorm(sum) w in the same task, while the tile is in cache.
+     * buffers: a (N,C) R, b (N,C) R, w (1,C) R, sum (N,C) W, out (N,C) W, rstd (N,1) W */
+    HX_OP_ADD_RMSNORM_FWD,
+    /* xhat = x rstd, g = dout * w: dinp = [resid +] rstd (g - xhat mean_c(g xhat)).
+     * buffers: dout R, inp R, w R, rstd R, dinp W [, resid (N,C) R] */
+    HX_OP_RMSNORM_BWD_DATA,
+    /* dw += sum_rows dout * xhat, rows in order.  buffers: dout R, inp R, rstd R, dw (1,C) RW */
+    HX_OP_RMSNORM_BWD_WEIGHT,
+    /* inp (N,2F) = [gate | up] (Megatron's --swiglu: one fc1 of 2F outputs, chunked in two
+     * halves), out (N,F) = silu(gate) * up, silu(x) = x / (1 + exp(-x)); args.rows.cols = F.
+     * buffers: inp R, out W */
+    HX_OP_SWIGLU_FWD,
+    /* dinp (N,2F) = [dout up silu'(gate) | dout silu(gate)], silu'(g) = s(g) (1 + g (1 - s(g))),
+     * s the logistic sigmoid.  buffers: inp R, dout (N,F) R, dinp W */
+    HX_OP_SWIGLU_BWD,
+
     /* ---- collectives (kind COMM) over the channel's group (helix/comm.h, runtime/comm.c).
      * Buffer 0 is always the channel's token (1,1) i32 RW: every collective of a channel
      * takes it, so a channel's collectives start in submission order on every rank
@@ -132,12 +153,14 @@ struct hx_matmul_args {
     int has_bias;       /**< add bias(1,n) to every row (requires beta == 0) */
 };
 
-struct hx_rows_args {     /* bias_bwd, layernorm_*, gelu_*, add, reduce, fill, xent_* */
-    int rows, cols;
-    float eps;            /**< layernorm epsilon */
+struct hx_rows_args {     /* bias_bwd, layernorm_*, rmsnorm_*, gelu_*, swiglu_*, add, reduce,
+                           * fill, xent_* */
+    int rows, cols;       /**< swiglu_*: cols = F, the width of out (inp is 2F wide) */
+    float eps;            /**< layernorm and rmsnorm epsilon */
     float scale;          /**< xent_bwd: gradient scale (1 / tokens in the global batch) */
     float value;          /**< fill value */
-    int has_resid;        /**< layernorm_bwd_data: add the residual gradient buffer */
+    int has_resid;        /**< layernorm_bwd_data, rmsnorm_bwd_data: add the residual
+                           *   gradient buffer */
     int sumsq;            /**< reduce: 1 = sum of squares, 0 = sum */
 };
 

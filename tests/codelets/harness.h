@@ -4,7 +4,8 @@
  * same numbers, and the double reference (codelets/ref/ref.h) gets exactly the fp32 inputs.
  * A result passes when its normwise relative error ||got - ref||_inf / ||ref||_inf is at most
  * the tolerance (1e-5) and it holds no NaN/Inf; check() prints one TAP line with the error
- * and, on failure, the first 5 mismatching pairs (llm.c's check_tensor).  The runtime runs on
+ * and, on failure, the first 5 mismatching pairs (llm.c's check_tensor); check_bitwise()
+ * compares two results of the same tasks bit for bit (determinism).  The runtime runs on
  * 2 CPU workers under the default policy; a runtime that cannot start skips the whole test. */
 #ifndef HX_TEST_HARNESS_H
 #define HX_TEST_HARNESS_H
@@ -208,6 +209,35 @@ static inline int check_tensor(const char *name, struct hx_tensor *t, const doub
                                 : check(name, hx_f32(t), ref, hx_tensor_numel(t), tol);
     hx_tensor_end_access(t);
     return ok;
+}
+
+/* Determinism: x and y, two f32 tensors that the same tasks computed from the same inputs,
+ * hold the same bits (and no NaN/Inf, which would compare equal to themselves bitwise).  One
+ * TAP line with the count of differing elements. */
+static inline int check_bitwise(const char *name, struct hx_tensor *x, struct hx_tensor *y)
+{
+    size_t n = hx_tensor_numel(x);
+    if (hx_tensor_numel(y) != n) {
+        return tap_ok(0, "%s: %s and %s differ in size", name, x->name, y->name);
+    }
+    if (hx_tensor_begin_access(x, 'r') != HX_OK) {
+        return tap_ok(0, "%s: cannot acquire %s", name, x->name);
+    }
+    if (hx_tensor_begin_access(y, 'r') != HX_OK) {
+        hx_tensor_end_access(x);
+        return tap_ok(0, "%s: cannot acquire %s", name, y->name);
+    }
+    size_t diff = 0, nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff += memcmp(&hx_f32(x)[i], &hx_f32(y)[i], sizeof(float)) != 0;
+        nonfinite += !isfinite(hx_f32(x)[i]);
+    }
+    hx_tensor_end_access(y);
+    hx_tensor_end_access(x);
+    return tap_ok(diff == 0 && nonfinite == 0 && hx_run_status() == HX_OK,
+                  "%s: bitwise repeatable (%zu of %zu elements differ, %zu not finite)%s", name,
+                  diff, n, nonfinite,
+                  hx_run_status() == HX_OK ? "" : ", a task reported an error");
 }
 
 /* ---- runtime and graphs ----------------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include "codelets/ref/ref.h"
 #include "tap.h"
 
-#define NCHECKS 27
+#define NCHECKS 33
 #define FD_H 1e-6
 #define FD_TOL 1e-6
 
@@ -271,6 +271,70 @@ static void test_layernorm(void)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* rmsnorm: L = sum(RMSNorm(inp) * R) [+ sum(inp * Rres)], as layernorm's */
+struct rms {
+    double *inp, *w, *R, *Rres, *out, *rstd;
+    int N, C;
+};
+
+static double rms_loss(void *ctx)
+{
+    struct rms *p = ctx;
+    long nc = (long)p->N * p->C;
+    hx_ref_rmsnorm_fwd(p->out, p->rstd, p->inp, p->w, p->N, p->C, 1e-5);
+    return dot(p->out, p->R, nc) + (p->Rres != NULL ? dot(p->inp, p->Rres, nc) : 0.0);
+}
+
+static void test_rmsnorm(void)
+{
+    const int N = 4, C = 13;
+    const long nc = (long)N * C;
+    struct rms p = {
+        /* both signs, so the rows' mean is not what RMSNorm divides by */
+        .inp = rand_vec(nc, -2, 3), .w = rand_vec(C, 0.5, 1.5), .R = rand_vec(nc, -1, 1),
+        .Rres = NULL, .out = alloc(nc), .rstd = alloc(N), .N = N, .C = C,
+    };
+    double *resid = rand_vec(nc, -1, 1);
+    double *dinp = nan_vec(nc), *gfd = alloc(nc), *gfd_w = alloc(C);
+    double *dw0 = rand_vec(C, -1, 1), *dw = copy_vec(dw0, C), *dw2 = copy_vec(dw0, C);
+
+    /* the backward uses the forward's rstd at the unperturbed point: run it first */
+    rms_loss(&p);
+    hx_ref_rmsnorm_bwd(dinp, NULL, p.R, p.inp, p.w, p.rstd, NULL, N, C);
+    fd_grad(gfd, p.inp, nc, rms_loss, &p);
+    double e = rel_err(dinp, gfd, nc);
+    tap_ok(e <= FD_TOL, "rmsnorm (N,C)=(%d,%d) wrt inp, no resid, dw=NULL: rel err %.2e", N, C,
+           e);
+
+    p.Rres = resid;
+    rms_loss(&p);
+    for (long i = 0; i < nc; i++) {
+        dinp[i] = NAN;
+    }
+    hx_ref_rmsnorm_bwd(dinp, dw, p.R, p.inp, p.w, p.rstd, resid, N, C);
+    subtract(dw, dw0, C);
+    fd_grad(gfd, p.inp, nc, rms_loss, &p);
+    e = rel_err(dinp, gfd, nc);
+    tap_ok(e <= FD_TOL, "rmsnorm (N,C)=(%d,%d) wrt inp with resid (full call): rel err %.2e", N,
+           C, e);
+    fd_grad(gfd_w, p.w, C, rms_loss, &p);
+    e = rel_err(dw, gfd_w, C);
+    tap_ok(e <= FD_TOL, "rmsnorm (N,C)=(%d,%d) wrt w (full call, += onto random dw): rel err "
+           "%.2e", N, C, e);
+
+    /* weight part alone (dinp = NULL), as the split codelets call it */
+    rms_loss(&p);
+    hx_ref_rmsnorm_bwd(NULL, dw2, p.R, p.inp, p.w, p.rstd, NULL, N, C);
+    subtract(dw2, dw0, C);
+    e = rel_err(dw2, gfd_w, C);
+    tap_ok(e <= FD_TOL, "rmsnorm (N,C)=(%d,%d) wrt w, weight-only call (dinp=NULL): rel err %.2e",
+           N, C, e);
+
+    free(p.inp), free(p.w), free(p.R), free(p.out), free(p.rstd);
+    free(resid), free(dinp), free(gfd), free(gfd_w), free(dw0), free(dw), free(dw2);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 struct gelu {
     double *x, *R, *out;
     int n;
@@ -293,6 +357,40 @@ static void test_gelu(void)
     double e = rel_err(dx, gfd, n);
     tap_ok(e <= FD_TOL, "gelu n=%d on [-4,4]: rel err %.2e", n, e);
     free(p.x), free(p.R), free(p.out), free(dx), free(gfd);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* swiglu: L = sum(out * R); the gate and up column blocks of dinp (N,2F) are checked apart */
+struct swiglu {
+    double *inp, *R, *out;
+    int N, F;
+};
+
+static double swiglu_loss(void *ctx)
+{
+    struct swiglu *p = ctx;
+    hx_ref_swiglu_fwd(p->out, p->inp, p->N, p->F);
+    return dot(p->out, p->R, (long)p->N * p->F);
+}
+
+static void test_swiglu(void)
+{
+    const int N = 3, F = 11;
+    const long n2 = 2L * N * F;
+    struct swiglu p = {
+        .inp = rand_vec(n2, -4, 4), .R = rand_vec((long)N * F, -1, 1), .out = alloc((long)N * F),
+        .N = N, .F = F,
+    };
+    double *dinp = nan_vec(n2), *gfd = alloc(n2);
+    hx_ref_swiglu_bwd(dinp, p.inp, p.R, N, F);
+    fd_grad(gfd, p.inp, n2, swiglu_loss, &p);
+    static const char *const part[2] = { "gate", "up" };
+    for (int s = 0; s < 2; s++) {
+        double e = rel_err_block(dinp + s * F, gfd + s * F, N, F, 2L * F);
+        tap_ok(e <= FD_TOL, "swiglu (N,F)=(%d,%d) on [-4,4] wrt %s: rel err %.2e", N, F, part[s],
+               e);
+    }
+    free(p.inp), free(p.R), free(p.out), free(dinp), free(gfd);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -417,7 +515,9 @@ int main(void)
         }
     }
     test_layernorm();
+    test_rmsnorm();
     test_gelu();
+    test_swiglu();
     test_attention(1, 5, 8, 2);
     test_attention(2, 17, 96, 3);
     test_xent();

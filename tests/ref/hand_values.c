@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/ref/hand_values.c: each reference in codelets/ref/ref.h against small values worked
  * out by hand (literals are the exact math rounded to double; derivations in comments).
- * Covers matmul (four transposes, alpha, beta, bias), bias_bwd, layernorm fwd/bwd, gelu,
- * attention (T=1, T=2), cross-entropy, embedding, add, sumsq, clip coef, AdamW, lr schedule.
+ * Covers matmul (four transposes, alpha, beta, bias), bias_bwd, layernorm fwd/bwd, rmsnorm
+ * fwd/bwd, gelu, swiglu, attention (T=1, T=2), cross-entropy, embedding, add, sumsq, clip
+ * coef, AdamW, lr schedule.
  * Gradients against finite differences: tests/ref/finite_diff.c. */
 #include <math.h>
 #include <stddef.h>
@@ -10,7 +11,7 @@
 #include "codelets/ref/ref.h"
 #include "tap.h"
 
-#define NCHECKS 34
+#define NCHECKS 40
 
 /* The literals are correctly rounded (mpmath); the references round differently in the last
  * few bits (summation order, exp/log), so "equal" means within 1e-12 relative to max(1, |x|),
@@ -145,6 +146,45 @@ static void test_layernorm(void)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* rmsnorm of x = [1,2,3]: mean(x^2) = 14/3, so with eps = 0 rstd = r = sqrt(3/14) =
+ * 0.4629100498862757 and xhat = r [1,2,3]. */
+static void test_rmsnorm(void)
+{
+    static const double x[3] = { 1, 2, 3 };
+    static const double w[3] = { 1, 2, 3 };
+    const double r = 0.46291004988627573;
+    double out[3], rstd, dx[3];
+
+    /* out = xhat w = r [1,4,9]; no mean is subtracted and there is no bias */
+    hx_ref_rmsnorm_fwd(out, &rstd, x, w, 1, 3, 0.0);
+    double got[4] = { out[0], out[1], out[2], rstd };
+    static const double want[4] = { 0.46291004988627573, 1.8516401995451029, 4.1661904489764816,
+                                    0.46291004988627573 };
+    check(got, want, 4, "rmsnorm_fwd [1,2,3], w=[1,2,3], eps=0: r[1,4,9], rstd=sqrt(3/14)");
+
+    /* backward with dout = [1,0,0]: g = dout w = [1,0,0], mean(g xhat) = r/3,
+     * dx = r (g - xhat r/3) = r ([1,0,0] - [1,2,3]/14) = r [13/14,-2/14,-3/14]; plus resid 0.5.
+     * dw = 10 + dout xhat = [10 + r, 10, 10]. */
+    static const double dout[3] = { 1, 0, 0 };
+    static const double resid[3] = { 0.5, 0.5, 0.5 };
+    static const double dx_want[3] = { 0.92984504632297032, 0.43386999287338918,
+                                       0.40080498931008377 };
+    static const double dw_want[3] = { 10.462910049886276, 10, 10 };
+    double dw[3] = { 10, 10, 10 };
+    hx_ref_rmsnorm_bwd(dx, dw, dout, x, w, &rstd, resid, 1, 3);
+    check(dx, dx_want, 3, "rmsnorm_bwd dinp = resid + r[13,-2,-3]/14 for dout=[1,0,0]");
+    check(dw, dw_want, 3, "rmsnorm_bwd dw += dout xhat");
+
+    /* RMSNorm is scale invariant (eps = 0): a dout along xhat, with w = 1, changes only the
+     * scale of x, so dinp = 0 */
+    static const double ones[3] = { 1, 1, 1 };
+    static const double zeros[3] = { 0, 0, 0 };
+    double xhat[3] = { r, 2 * r, 3 * r };
+    hx_ref_rmsnorm_bwd(dx, NULL, xhat, x, ones, &rstd, NULL, 1, 3);
+    check(dx, zeros, 3, "rmsnorm_bwd scale invariance: dout = xhat, w=1 -> dinp=0");
+}
+
+/* ---------------------------------------------------------------------------------------- */
 static void test_gelu(void)
 {
     /* gelu(x) - gelu(-x) = x, so gelu(-1) = gelu(1) - 1 */
@@ -159,6 +199,29 @@ static void test_gelu(void)
     double dx, three = 3;
     hx_ref_gelu_bwd(&dx, x, &three, 1);
     check1(dx, 1.5, "gelu_bwd gelu'(0) * 3 = 1.5");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* swiglu: one row of F = 4, inp = [gate | up] = [0, 1, -1, -2 | 5, 2, 1, -1.5].
+ * silu(g) = g s(g): silu(0) = 0, silu(1) = s(1) = 0.7310585786300049, silu(-1) = -s(-1) =
+ * -0.2689414213699951, silu(-2) = -2 s(-2); silu'(g) = s(g) (1 + g (1 - s(g))), silu'(0) = 1/2. */
+static void test_swiglu(void)
+{
+    static const double inp[8] = { 0, 1, -1, -2, 5, 2, 1, -1.5 };
+    static const double out_want[4] = { 0, 1.4621171572600098, -0.2689414213699951,
+                                        0.35760876606635267 };
+    double out[4];
+    hx_ref_swiglu_fwd(out, inp, 1, 4);
+    check(out, out_want, 4, "swiglu_fwd silu(gate) up at gates 0, 1, -1, -2");
+
+    /* dout = [3, 1, 0, 0.5]: dgate = dout up silu'(g) (3 5 / 2 = 7.5 at g = 0),
+     * dup = dout silu(g) */
+    static const double dout[4] = { 3, 1, 0, 0.5 };
+    static const double dinp_want[8] = { 7.5, 1.8553410237429735, 0, 0.068088186588671609,
+                                         0, 0.7310585786300049, 0, -0.11920292202211756 };
+    double dinp[8];
+    hx_ref_swiglu_bwd(dinp, inp, dout, 1, 4);
+    check(dinp, dinp_want, 8, "swiglu_bwd [dout up silu'(gate) | dout silu(gate)]");
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -349,7 +412,9 @@ int main(void)
     tap_plan(NCHECKS);
     test_matmul();
     test_layernorm();
+    test_rmsnorm();
     test_gelu();
+    test_swiglu();
     test_attention();
     test_xent();
     test_embedding();
