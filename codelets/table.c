@@ -44,6 +44,8 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_FENCE] = { "fence", &hx_cl_fence, 2, HX_NODE_MAXREFS },
     [HX_OP_XENT_VP_STATS] = { "xent_vp_stats", &hx_cl_xent_vp_stats, 3, 3 },
     [HX_OP_XENT_VP] = { "xent_vp", &hx_cl_xent_vp, 5, 5 },
+    [HX_OP_ROPE_FWD] = { "rope_fwd", &hx_cl_rope_fwd, 1, 1 },
+    [HX_OP_ROPE_BWD] = { "rope_bwd", &hx_cl_rope_bwd, 1, 1 },
 };
 
 const struct hx_op_info *hx_op_info(enum hx_op op)

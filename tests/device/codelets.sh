@@ -10,8 +10,9 @@ set -u
 . "$(dirname "$0")/lib.sh"
 device_require
 
-PROGRAMS="matmul layernorm gelu attention crossentropy embedding residual adamw xent_vp"
-plan 9
+PROGRAMS="matmul layernorm gelu attention crossentropy embedding residual adamw xent_vp rope
+rope_gqa_torch"
+plan 11
 for p in $PROGRAMS; do
     LAST_CMD="HX_TEST_DEVICE=opencl tests/codelets/$p"
     HX_TEST_DEVICE=opencl "$HX_BUILDDIR/tests/codelets/$p" >"$OUT" 2>"$ERR"

@@ -8,7 +8,8 @@
 #   - one training step of a tiny model (1 layer, C=8, 2 heads, T=5) with every compute task
 #     on the device, and one evaluation: 17 of the 22 compute ops, CLBlast's GEMM included;
 #   - the codelet tests of the other five (gelu_fwd: gelu; add: residual; xent_bwd:
-#     crossentropy; xent_vp_stats, xent_vp: xent_vp), at their shapes.
+#     crossentropy; xent_vp_stats, xent_vp: xent_vp), and of rope_fwd and rope_bwd (no GPT-2
+#     op: rope), at their shapes.
 # Each run must exit 0, pass its checks, and leave Oclgrind silent.  The kernels are the same
 # code in every build, and Oclgrind does not run ASan binaries well: the sanitizer build skips.
 set -u
@@ -32,7 +33,7 @@ fi
 # size 4 at global memory address ...", "Read-write data race at ...")
 silent() { ! grep -q -i -e "invalid \(read\|write\)" -e "data race" -e "divergence" "$ERR"; }
 
-plan 6
+plan 7
 run oclgrind --data-races "$HELIX" train --num-layers 1 --hidden-size 8 \
     --num-attention-heads 2 --seq-length 5 --micro-batch-size 2 --train-iters 1 \
     --eval-interval 1 --eval-iters 1 --progress-bar 0 --sample-tokens 0 --workers 1 \
@@ -45,7 +46,7 @@ ev = json.load(open(sys.argv[1]))
 ev = ev['traceEvents'] if isinstance(ev, dict) else ev
 print(' '.join(sorted({e['name'] for e in ev if e.get('cat') == 'compute'})))" "$TMP/tiny.trace" 2>&1)
 ok "... it ran 17 compute ops on the device ($ops)" '[ "$(echo "$ops" | wc -w)" -eq 17 ]'
-for p in gelu residual crossentropy xent_vp; do
+for p in gelu residual crossentropy xent_vp rope; do
     LAST_CMD="oclgrind --data-races tests/codelets/$p (HX_TEST_DEVICE=opencl)"
     HX_TEST_DEVICE=opencl oclgrind --data-races "$HX_BUILDDIR/tests/codelets/$p" >"$OUT" 2>"$ERR"
     RC=$?
