@@ -3,8 +3,8 @@
  * codelets/kernels/attention.cl; buffers and checks as in codelets/attention.c
  * (codelets/attention.h).  Forward: exactly one work-group of HX_BLOCK items per (row, query
  * head) of the tile's nseq*T rows (the kernels have no bound check); backward: those, for the
- * query rows' dq, then one per (row, kv head) for the key rows' dk and dv.  Each buffer's own ld is passed (a device copy is
- * packed, ld = cols; a host tile need not be). */
+ * query rows' dq, then one per (row, kv head) for the key rows' dk and dv.  Each buffer's own
+ * ld is passed (a device copy is packed, ld = cols; a host tile need not be). */
 #include <math.h>
 
 #include "codelets/attention.h"

@@ -9,12 +9,19 @@
  * T = 300 with 2 heads of 260 columns (past the device kernels' work-group of 256 items in
  * both).  Grouped-query: 6 query heads of 16 columns on KV = 2 (groups of 3) and KV = 1
  * (multi-query), and T = 300 (4 query heads on 2, the device's dk, dv summed over chunks and
- * heads).  Row tiles of one sequence (3 tasks), and one tile of all sequences.  Outputs start
- * as NaN. */
+ * heads); a second run of each grouped-query graph is bitwise the first (dk, dv summed over
+ * a kv head's query heads in a fixed order).  Row tiles of one sequence (3 tasks), and one
+ * tile of all sequences.  Outputs start as NaN.  And hx_gqa_attention_fwd refuses 6 query
+ * heads on 4 kv heads, naming both, before any task exists. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "codelets/harness.h"
 
 #define NCASES 12
-#define NCHECKS (NCASES * 3)
+#define NGQA 4 /* the cases with KV > 0, each also run twice */
+#define NCHECKS (NCASES * 3 + NGQA + 1)
 
 struct attn_case {
     int nseq, T, C, NH;
@@ -65,12 +72,68 @@ static void test_case(const struct attn_case *s, struct rng *r)
     check_tensor(label("attention_fwd lse %s", sh), lse, lse_ref, TOL);
     check_tensor(label("attention_bwd dqkv %s", sh), dqkv, dqkv_ref, TOL);
 
+    if (s->KV > 0) {
+        /* the inputs are unchanged and every output is written (=): run the graph again */
+        size_t n = hx_tensor_numel(dqkv), no = hx_tensor_numel(out);
+        float *first = malloc((n + no) * sizeof(float));
+        if (first == NULL) {
+            tap_diag("out of memory");
+            exit(1);
+        }
+        hx_tensor_begin_access(dqkv, 'r');
+        memcpy(first, hx_f32(dqkv), n * sizeof(float));
+        hx_tensor_end_access(dqkv);
+        hx_tensor_begin_access(out, 'r');
+        memcpy(first + n, hx_f32(out), no * sizeof(float));
+        hx_tensor_end_access(out);
+        graph_run(g);
+        hx_tensor_begin_access(dqkv, 'r');
+        int same = memcmp(first, hx_f32(dqkv), n * sizeof(float)) == 0;
+        hx_tensor_end_access(dqkv);
+        hx_tensor_begin_access(out, 'r');
+        same = same && memcmp(first + n, hx_f32(out), no * sizeof(float)) == 0;
+        hx_tensor_end_access(out);
+        tap_ok(same && hx_run_status() == HX_OK, "attention out and dqkv bitwise repeatable, %s",
+               sh);
+        free(first);
+    }
+
     free(out_ref);
     free(lse_ref);
     free(dqkv_ref);
     free(qkv_d);
     free(dout_d);
     hx_graph_destroy(g);
+}
+
+/* In a child (no runtime: builders never touch StarPU), build GQA with NH % KV != 0: it must
+ * abort with a message naming both counts.  1 if so; the message's start in msg. */
+static int refuses_uneven_groups(char *msg, size_t size)
+{
+    int fd[2];
+    msg[0] = '\0';
+    if (pipe(fd) != 0) {
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        hx_graph_t g = graph_new();
+        struct hx_tensor *qkv = tensor_f32(g, "qkv", 17, 14 * 8, 17); /* (6 + 2 x 4) x hs 8 */
+        struct hx_tensor *out = tensor_f32(g, "out", 17, 48, 17);
+        struct hx_tensor *lse = tensor_f32(g, "lse", 17, 6, 17);
+        hx_gqa_attention_fwd(g, out, lse, qkv, 17, 6, 4, 0);
+        _exit(0); /* accepted: the caller fails */
+    }
+    close(fd[1]);
+    ssize_t n = read(fd[0], msg, size - 1);
+    msg[n > 0 ? n : 0] = '\0';
+    msg[strcspn(msg, "\n")] = '\0';
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(msg, "6 query heads") != NULL &&
+           strstr(msg, "multiple of 4 key/value heads") != NULL;
 }
 
 int main(void)
@@ -94,8 +157,11 @@ int main(void)
         { 2, 300, 128, 4, 0, 64, 2 },
     };
     struct rng r = { 0x617474656e01ull };
+    char msg[512];
+    int refused = refuses_uneven_groups(msg, sizeof msg);
 
     harness_start(NCHECKS);
+    tap_ok(refused, "hx_gqa_attention_fwd with NH=6, KV=4 aborts naming both: %s", msg);
     for (int i = 0; i < NCASES; i++) {
         test_case(&cases[i], &r);
     }

@@ -73,7 +73,13 @@ def rotate_half(x):
 def forward(qkv, nseq, T, NH, KV, hs, base):
     """(qkv_rot, out, lse) from qkv (N, W) float64; heads as (nseq, heads, T, hs)."""
     C, Ckv = NH * hs, KV * hs
-    heads = lambda x, nh: x.view(nseq, T, nh, hs).transpose(1, 2)
+
+    def heads(x, nh):  # (N, nh hs) -> (nseq, nh, T, hs)
+        return x.reshape(nseq, T, nh, hs).transpose(1, 2)
+
+    def rows(x):  # (nseq, heads, T, d) -> (N, heads d)
+        return x.transpose(1, 2).reshape(nseq * T, -1)
+
     q, k, v = heads(qkv[:, :C], NH), heads(qkv[:, C:C + Ckv], KV), heads(qkv[:, C + Ckv:], KV)
     cos, sin = rope_cos_sin(T, hs, base)
     q = q * cos + rotate_half(q) * sin
@@ -86,9 +92,8 @@ def forward(qkv, nseq, T, NH, KV, hs, base):
     scores = scores.masked_fill(~mask, float("-inf"))
     lse = torch.logsumexp(scores, dim=-1)  # (nseq, NH, T)
     out = torch.softmax(scores, dim=-1) @ v_rep
-    rows = lambda x: x.transpose(1, 2).reshape(nseq * T, -1)
     qkv_rot = torch.cat((rows(q), rows(k), rows(v)), dim=1)
-    return qkv_rot, rows(out), lse.transpose(1, 2).reshape(nseq * T, NH)
+    return qkv_rot, rows(out), rows(lse.unsqueeze(-1))
 
 
 def main(argv):
