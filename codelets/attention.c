@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* codelets/attention.c: causal multi-head self-attention, fp32 CPU kernels blocked in the
- * flash-attention style (forward: online softmax; backward: flash-attention-2 recompute).
- * qkv (nseq*T, 3C) ld_qkv = [q | k | v], head h in columns h*hs..(h+1)*hs of each part,
- * hs = C/NH; out (nseq*T, C) ld_out; lse (nseq*T, NH) contiguous; dqkv like qkv, written (=).
+/* codelets/attention.c: causal self-attention, multi-head or grouped-query, fp32 CPU kernels
+ * blocked in the flash-attention style (forward: online softmax; backward: flash-attention-2
+ * recompute).  NH query heads, KV key/value heads (KV divides NH), hs = C/NH:
+ * qkv (nseq*T, C + 2 KV hs) ld_qkv = [q (NH heads) | k (KV heads) | v (KV heads)], head j of
+ * a part in its columns j*hs..(j+1)*hs; query head h reads kv head h / (NH/KV) (GQA; with
+ * KV = NH every head its own).  out (nseq*T, C) ld_out; lse (nseq*T, NH) contiguous; dqkv
+ * like qkv, written (=), dk and dv of a kv head summed over its query heads in head order.
  * Scores never exceed one (block x block) tile; all products are cblas_sgemm (row-major),
  * in a fixed loop order, so results are bitwise reproducible.  T need not be a multiple of
  * block.  Device form (OpenCL and CUDA, unblocked): codelets/kernels/attention.cl; every
@@ -58,9 +61,11 @@ static void fill_nan(float *x, int ld, int rows, int cols)
  */
 HX_VECTOR_CLONES
 void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, int ld_qkv,
-                          int nseq, int T, int C, int NH, int block)
+                          int nseq, int T, int C, int NH, int KV, int block)
 {
     const int hs = C / NH;
+    const int group = NH / KV; /* query heads per kv head */
+    const size_t vpart = (size_t)KV * hs; /* v starts this far right of k */
     const float scale = 1.0f / sqrtf((float)hs);
     if (block <= 0 || block > T) {
         block = T;
@@ -86,8 +91,8 @@ void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, 
                 for (int kb = 0; kb <= qb; kb += block) {
                     const int diag = (kb == qb);
                     const int nk = diag ? nq : block;
-                    const float *k = qkv + (row0 + kb) * ld_qkv + C + (size_t)h * hs;
-                    const float *v = k + C;
+                    const float *k = qkv + (row0 + kb) * ld_qkv + C + (size_t)(h / group) * hs;
+                    const float *v = k + vpart;
 
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale, q,
                                 ld_qkv, k, ld_qkv, 0.0f, S, block);
@@ -158,9 +163,12 @@ void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, 
 HX_VECTOR_CLONES
 void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_dout,
                           const float *qkv, int ld_qkv, const float *out, int ld_out,
-                          const float *lse, int nseq, int T, int C, int NH, int block)
+                          const float *lse, int nseq, int T, int C, int NH, int KV, int block)
 {
     const int hs = C / NH;
+    const int group = NH / KV;
+    const size_t vpart = (size_t)KV * hs;
+    const size_t width = C + 2 * vpart; /* columns of dqkv */
     const float scale = 1.0f / sqrtf((float)hs);
     if (block <= 0 || block > T) {
         block = T;
@@ -168,20 +176,22 @@ void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_do
     /* P tile, dP/dS tile, then D_i */
     float *P = scratch_alloc(block, 2, 1);
     if (P == NULL) {
-        fill_nan(dqkv, ld_dqkv, nseq * T, 3 * C);
+        fill_nan(dqkv, ld_dqkv, nseq * T, (int)width);
         return;
     }
     float *dP = P + (size_t)block * block;
     float *D = dP + (size_t)block * block;
 
     for (size_t r = 0; r < (size_t)nseq * T; r++) {
-        memset(dqkv + r * ld_dqkv, 0, (size_t)3 * C * sizeof(float));
+        memset(dqkv + r * ld_dqkv, 0, width * sizeof(float));
     }
 
     for (int s = 0; s < nseq; s++) {
         const size_t row0 = (size_t)s * T;
+        /* h ascending: the group of a kv head adds its dk, dv terms in head order */
         for (int h = 0; h < NH; h++) {
             const size_t hoff = (size_t)h * hs;
+            const size_t kvoff = (size_t)(h / group) * hs;
             for (int qb = 0; qb < T; qb += block) {
                 const int nq = (T - qb < block) ? T - qb : block;
                 const float *q = qkv + (row0 + qb) * ld_qkv + hoff;
@@ -203,10 +213,10 @@ void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_do
                 for (int kb = 0; kb <= qb; kb += block) {
                     const int diag = (kb == qb);
                     const int nk = diag ? nq : block;
-                    const float *k = qkv + (row0 + kb) * ld_qkv + C + hoff;
-                    const float *v = k + C;
-                    float *dk = dqkv + (row0 + kb) * ld_dqkv + C + hoff;
-                    float *dv = dk + C;
+                    const float *k = qkv + (row0 + kb) * ld_qkv + C + kvoff;
+                    const float *v = k + vpart;
+                    float *dk = dqkv + (row0 + kb) * ld_dqkv + C + kvoff;
+                    float *dv = dk + vpart;
 
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hs, scale, q,
                                 ld_qkv, k, ld_qkv, 0.0f, P, block);
@@ -245,21 +255,27 @@ void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_do
 }
 
 /* ---- StarPU codelets (added by the runtime glue) ---- */
-/* The codelets take their shape from node->args.attn (nseq, T, C, NH, block); the tiles are
- * the whole (nseq*T)-row slab of the sequences they cover, as the kernels index them. */
+/* The codelets take their shape from node->args.attn (nseq, T, C, NH, KV, block); the tiles
+ * are the whole (nseq*T)-row slab of the sequences they cover, as the kernels index them. */
 #include "codelets/attention.h"
 #include "codelets/codelets.h"
+
+int hx_attention_kv(const struct hx_attention_args *a)
+{
+    return a->KV > 0 ? a->KV : a->NH;
+}
 
 void hx_attention_check(void *buffers[], const struct hx_attention_args *a, int qkv, int out,
                         int lse, const char *op)
 {
-    int rows = a->nseq * a->T;
-    HX_ASSERT(a->NH > 0 && a->C % a->NH == 0,
-              "%s: C %d not a multiple of NH %d; the graph builder (graphs/layers.c) should "
-              "have refused it", op, a->C, a->NH);
-    HX_ASSERT(HX_BUF_ROWS(buffers, qkv) == rows && HX_BUF_COLS(buffers, qkv) == 3 * a->C,
+    int rows = a->nseq * a->T, KV = hx_attention_kv(a);
+    HX_ASSERT(a->NH > 0 && a->C % a->NH == 0 && a->NH % KV == 0,
+              "%s: C %d, NH %d, KV %d: C must be a multiple of NH and NH of KV; the graph "
+              "builder (graphs/layers.c) should have refused them", op, a->C, a->NH, KV);
+    int width = a->C + 2 * KV * (a->C / a->NH); /* q | k | v */
+    HX_ASSERT(HX_BUF_ROWS(buffers, qkv) == rows && HX_BUF_COLS(buffers, qkv) == width,
               "%s: qkv tile (%d,%d), expected (%d,%d); a graph-builder bug (graphs/layers.c)",
-              op, HX_BUF_ROWS(buffers, qkv), HX_BUF_COLS(buffers, qkv), rows, 3 * a->C);
+              op, HX_BUF_ROWS(buffers, qkv), HX_BUF_COLS(buffers, qkv), rows, width);
     HX_ASSERT(HX_BUF_ROWS(buffers, out) == rows && HX_BUF_COLS(buffers, out) == a->C,
               "%s: out tile (%d,%d), expected (%d,%d); a graph-builder bug (graphs/layers.c)",
               op, HX_BUF_ROWS(buffers, out), HX_BUF_COLS(buffers, out), rows, a->C);
@@ -282,7 +298,7 @@ static void attention_fwd_cpu(void *buffers[], void *cl_arg)
     hx_attention_check(buffers, a, 0, 1, 2, "attention_fwd");
     hx_cpu_attention_fwd(HX_BUF_F32(buffers, 1), HX_BUF_LD(buffers, 1), HX_BUF_F32(buffers, 2),
                          HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0), a->nseq, a->T, a->C,
-                         a->NH, a->block);
+                         a->NH, hx_attention_kv(a), a->block);
 }
 
 /* buffers: qkv, out, dout, lse, dqkv */
@@ -298,7 +314,7 @@ static void attention_bwd_cpu(void *buffers[], void *cl_arg)
     hx_cpu_attention_bwd(HX_BUF_F32(buffers, 4), HX_BUF_LD(buffers, 4), HX_BUF_F32(buffers, 2),
                          HX_BUF_LD(buffers, 2), HX_BUF_F32(buffers, 0), HX_BUF_LD(buffers, 0),
                          HX_BUF_F32(buffers, 1), HX_BUF_LD(buffers, 1), HX_BUF_F32(buffers, 3),
-                         a->nseq, a->T, a->C, a->NH, a->block);
+                         a->nseq, a->T, a->C, a->NH, hx_attention_kv(a), a->block);
 }
 
 HX_CODELET_DEV(attention_fwd, "attention_fwd", attention_fwd_cpu);

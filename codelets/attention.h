@@ -12,9 +12,13 @@
 extern "C" {
 #endif
 
-/* Buffers qkv, out (or dout) and lse of @p op must be the (nseq*T, 3C), (nseq*T, C) and
- * contiguous (nseq*T, NH) tiles that the node's args describe, and C a multiple of NH;
- * otherwise HX_ASSERT aborts with the sizes found and expected (a graph-builder bug). */
+/* The key/value heads of @p a: KV, or NH where KV is 0 (multi-head). */
+int hx_attention_kv(const struct hx_attention_args *a);
+
+/* Buffers qkv, out (or dout) and lse of @p op must be the (nseq*T, C + 2 KV hs),
+ * (nseq*T, C) and contiguous (nseq*T, NH) tiles that the node's args describe, C a multiple
+ * of NH and NH of KV; otherwise HX_ASSERT aborts with the sizes found and expected (a
+ * graph-builder bug). */
 void hx_attention_check(void *buffers[], const struct hx_attention_args *a, int qkv, int out,
                         int lse, const char *op);
 

@@ -35,6 +35,7 @@ extern struct starpu_codelet hx_cl_rmsnorm_fwd, hx_cl_add_rmsnorm_fwd, hx_cl_rms
 extern struct starpu_codelet hx_cl_gelu_fwd, hx_cl_gelu_bwd;
 extern struct starpu_codelet hx_cl_swiglu_fwd, hx_cl_swiglu_bwd;
 extern struct starpu_codelet hx_cl_attention_fwd, hx_cl_attention_bwd;
+extern struct starpu_codelet hx_cl_rope_fwd, hx_cl_rope_bwd;
 extern struct starpu_codelet hx_cl_xent_fwd, hx_cl_xent_bwd, hx_cl_xent_fused;
 extern struct starpu_codelet hx_cl_embed_fwd, hx_cl_embed_bwd;
 extern struct starpu_codelet hx_cl_xent_vp_stats, hx_cl_xent_vp;

@@ -42,16 +42,22 @@ void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n);
 void hx_cpu_swiglu_fwd(float *out, const float *inp, int N, int F);
 void hx_cpu_swiglu_bwd(float *dinp, const float *inp, const float *dout, int N, int F);
 
+/* RoPE in place on the NH q and KV k heads (hs columns each) of qkv (rows, (NH + 2 KV) hs)
+ * ld; row r is position r mod T.  inverse = 1: the transpose (backward, on dqkv). */
+void hx_cpu_rope(float *qkv, int ld, int rows, int T, int NH, int KV, int hs, float base,
+                 int inverse);
+
 /* Blocked causal attention (flash-attention): q, k, v blocks of `block` rows; scores never
- * exceed one (block x block) tile.  qkv (nseq*T, 3C) ld_qkv; out (nseq*T, C) ld_out;
- * lse (nseq*T, NH) ld NH. */
+ * exceed one (block x block) tile.  NH query heads, KV key/value heads (KV divides NH; query
+ * head h reads kv head h / (NH/KV)), C = NH hs.  qkv (nseq*T, C + 2 KV hs) ld_qkv;
+ * out (nseq*T, C) ld_out; lse (nseq*T, NH) ld NH. */
 void hx_cpu_attention_fwd(float *out, int ld_out, float *lse, const float *qkv, int ld_qkv,
-                          int nseq, int T, int C, int NH, int block);
-/* dqkv (nseq*T, 3C) written (=).  Uses the forward's out and lse (no recomputation of the
- * softmax normaliser). */
+                          int nseq, int T, int C, int NH, int KV, int block);
+/* dqkv (nseq*T, C + 2 KV hs) written (=); dk, dv of a kv head sum its query heads in head
+ * order.  Uses the forward's out and lse (no recomputation of the softmax normaliser). */
 void hx_cpu_attention_bwd(float *dqkv, int ld_dqkv, const float *dout, int ld_dout,
                           const float *qkv, int ld_qkv, const float *out, int ld_out,
-                          const float *lse, int nseq, int T, int C, int NH, int block);
+                          const float *lse, int nseq, int T, int C, int NH, int KV, int block);
 
 void hx_cpu_xent_fwd(float *losses, float *lse, const float *logits, int ld,
                      const int32_t *targets, int N, int V);

@@ -50,6 +50,8 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_RMSNORM_BWD_WEIGHT] = { "rmsnorm_bwd_weight", &hx_cl_rmsnorm_bwd_weight, 4, 4 },
     [HX_OP_SWIGLU_FWD] = { "swiglu_fwd", &hx_cl_swiglu_fwd, 2, 2 },
     [HX_OP_SWIGLU_BWD] = { "swiglu_bwd", &hx_cl_swiglu_bwd, 3, 3 },
+    [HX_OP_ROPE_FWD] = { "rope_fwd", &hx_cl_rope_fwd, 1, 1 },
+    [HX_OP_ROPE_BWD] = { "rope_bwd", &hx_cl_rope_bwd, 1, 1 },
 };
 
 const struct hx_op_info *hx_op_info(enum hx_op op)

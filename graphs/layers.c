@@ -381,26 +381,31 @@ void hx_swiglu_bwd(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t inp, hx_tensor_t 
     }
 }
 
-/* Causal attention flops: QK^T and PV each 2*T*T*hs per head, halved by the mask. */
+/* Causal attention flops: QK^T and PV each 2*T*T*hs per query head, halved by the mask
+ * (C = NH hs): grouped-query attention does the same math with fewer k, v heads. */
 static double attention_flops(int nseq, int T, int C)
 {
     return 2.0 * nseq * (double)T * T * C;
 }
 
-static void attention_check(hx_tensor_t qkv, int T, int NH)
+/* hs of a qkv (N, (NH + 2 KV) hs) for attention over sequences of T rows */
+static int attention_check(hx_tensor_t qkv, int T, int NH, int KV)
 {
-    int C = qkv->cols / 3;
-    HX_ASSERT(qkv->cols == 3 * C && C % NH == 0, "%s: %d columns is not 3 x C with C divisible "
-              "by %d heads", qkv->name, qkv->cols, NH);
+    HX_ASSERT(NH > 0 && KV > 0 && NH % KV == 0, "%s: %d query heads are not a multiple of %d "
+              "key/value heads (grouped-query attention needs NH %% KV == 0)", qkv->name, NH,
+              KV);
+    int hs = qkv->cols / (NH + 2 * KV);
+    HX_ASSERT(hs > 0 && qkv->cols == (NH + 2 * KV) * hs, "%s: %d columns is not (NH + 2 KV) hs "
+              "= (%d + 2 x %d) hs for any head size hs", qkv->name, qkv->cols, NH, KV);
     HX_ASSERT(qkv->tile_rows % T == 0 && qkv->rows % T == 0, "%s: row tiles of %d (rows %d) "
               "must hold whole sequences of T=%d", qkv->name, qkv->tile_rows, qkv->rows, T);
+    return hs;
 }
 
-void hx_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv, int T,
-                      int NH, int block)
+void hx_gqa_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv, int T,
+                          int NH, int KV, int block)
 {
-    int C = qkv->cols / 3;
-    attention_check(qkv, T, NH);
+    int hs = attention_check(qkv, T, NH, KV), C = NH * hs;
     shape(out, qkv->rows, C);
     shape(lse, qkv->rows, NH);
     same_tiling(out, qkv);
@@ -408,33 +413,80 @@ void hx_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_
     for (int i = 0; i < qkv->ntiles; i++) {
         int nseq = hx_tile_nrows(qkv, i) / T;
         union hx_op_args a = { .attn = { .nseq = nseq, .T = T, .C = C, .NH = NH,
-                                         .block = block > 0 ? block : 64 } };
+                                         .block = block > 0 ? block : 64, .KV = KV } };
         struct hx_ref refs[3] = { hx_ref_of(qkv, i, HX_R), hx_ref_of(out, i, HX_W),
                                   hx_ref_of(lse, i, HX_W) };
+        /* reads q | k | v (C + 2 KV hs), writes out (C) */
         hx_graph_add(g, HX_OP_ATTENTION_FWD, &a, 3, refs, attention_flops(nseq, T, C),
-                     F4 * 4.0 * nseq * T * C);
+                     F4 * nseq * T * (2.0 * C + 2.0 * KV * hs));
     }
+}
+
+void hx_gqa_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
+                          hx_tensor_t dout, hx_tensor_t lse, int T, int NH, int KV, int block)
+{
+    int hs = attention_check(qkv, T, NH, KV), C = NH * hs;
+    same_tiling(dqkv, qkv);
+    same_tiling(dout, qkv);
+    shape(dqkv, qkv->rows, qkv->cols);
+    for (int i = 0; i < qkv->ntiles; i++) {
+        int nseq = hx_tile_nrows(qkv, i) / T;
+        union hx_op_args a = { .attn = { .nseq = nseq, .T = T, .C = C, .NH = NH,
+                                         .block = block > 0 ? block : 64, .KV = KV } };
+        struct hx_ref refs[5] = { hx_ref_of(qkv, i, HX_R), hx_ref_of(out, i, HX_R),
+                                  hx_ref_of(dout, i, HX_R), hx_ref_of(lse, i, HX_R),
+                                  hx_ref_of(dqkv, i, HX_W) };
+        /* recomputes QK^T, then dV, dP, dQ, dK: 2.5x the forward; reads qkv, out, dout and
+         * writes dqkv */
+        hx_graph_add(g, HX_OP_ATTENTION_BWD, &a, 5, refs, 2.5 * attention_flops(nseq, T, C),
+                     F4 * nseq * T * (4.0 * C + 4.0 * KV * hs));
+    }
+}
+
+void hx_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv, int T,
+                      int NH, int block)
+{
+    hx_gqa_attention_fwd(g, out, lse, qkv, T, NH, NH, block);
 }
 
 void hx_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
                       hx_tensor_t dout, hx_tensor_t lse, int T, int NH, int block)
 {
-    int C = qkv->cols / 3;
-    attention_check(qkv, T, NH);
-    same_tiling(dqkv, qkv);
-    same_tiling(dout, qkv);
-    shape(dqkv, qkv->rows, 3 * C);
-    for (int i = 0; i < qkv->ntiles; i++) {
-        int nseq = hx_tile_nrows(qkv, i) / T;
-        union hx_op_args a = { .attn = { .nseq = nseq, .T = T, .C = C, .NH = NH,
-                                         .block = block > 0 ? block : 64 } };
-        struct hx_ref refs[5] = { hx_ref_of(qkv, i, HX_R), hx_ref_of(out, i, HX_R),
-                                  hx_ref_of(dout, i, HX_R), hx_ref_of(lse, i, HX_R),
-                                  hx_ref_of(dqkv, i, HX_W) };
-        /* recomputes QK^T, then dV, dP, dQ, dK: 2.5x the forward */
-        hx_graph_add(g, HX_OP_ATTENTION_BWD, &a, 5, refs, 2.5 * attention_flops(nseq, T, C),
-                     F4 * 8.0 * nseq * T * C);
+    hx_gqa_attention_bwd(g, dqkv, qkv, out, dout, lse, T, NH, NH, block);
+}
+
+/* RoPE on the q and k heads of a qkv (N, (NH + 2 KV) hs), one task per row tile; the math is
+ * ~6 flops per rotated pair and a cos and sin per (row, pair) */
+static void rope(hx_graph_t g, enum hx_op op, hx_tensor_t qkv, int T, int NH, int KV, float base)
+{
+    HX_ASSERT(NH > 0 && KV > 0 && NH % KV == 0, "%s: %d query heads are not a multiple of %d "
+              "key/value heads", qkv->name, NH, KV);
+    int hs = qkv->cols / (NH + 2 * KV);
+    HX_ASSERT(hs > 0 && hs % 2 == 0 && qkv->cols == (NH + 2 * KV) * hs, "%s: %d columns is not "
+              "(NH + 2 KV) hs = (%d + 2 x %d) hs for an even head size hs", qkv->name,
+              qkv->cols, NH, KV);
+    HX_ASSERT(qkv->tile_rows % T == 0 && qkv->rows % T == 0, "%s: row tiles of %d (rows %d) "
+              "must hold whole sequences of T=%d (positions are rows mod T)", qkv->name,
+              qkv->tile_rows, qkv->rows, T);
+    HX_ASSERT(base > 1.0f, "%s: RoPE base %g must exceed 1", qkv->name, (double)base);
+    for (int e = 0; e < qkv->ntiles; e++) {
+        int i = hx_cursor_tile(&g->cur, e, qkv->ntiles), rows = hx_tile_nrows(qkv, i);
+        union hx_op_args a = { .rope = { .rows = rows, .T = T, .NH = NH, .KV = KV, .hs = hs,
+                                         .base = base } };
+        struct hx_ref refs[1] = { hx_ref_of(qkv, i, HX_RW) };
+        double turned = (double)rows * (NH + KV) * hs; /* elements read and written */
+        hx_graph_add(g, op, &a, 1, refs, 3.0 * turned, F4 * 2.0 * turned);
     }
+}
+
+void hx_rope_fwd(hx_graph_t g, hx_tensor_t qkv, int T, int NH, int KV, float base)
+{
+    rope(g, HX_OP_ROPE_FWD, qkv, T, NH, KV, base);
+}
+
+void hx_rope_bwd(hx_graph_t g, hx_tensor_t dqkv, int T, int NH, int KV, float base)
+{
+    rope(g, HX_OP_ROPE_BWD, dqkv, T, NH, KV, base);
 }
 
 void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b)

@@ -12,8 +12,11 @@
  *     GEMM of B blocks fills B / (ceil(B / sms) x sms) of its last wave ("wave quantization",
  *     NVIDIA's Matrix Multiplication Background User's Guide, docs.nvidia.com/deeplearning/
  *     performance/dl-performance-matrix-multiplication);
- *   - attention: the GEMM peak x gpu_attention_efficiency (its two GEMMs per block);
- *   - everything else: the vector peak (most are bound by memory anyway).
+ *   - attention: the GEMM peak x gpu_attention_efficiency (its two GEMMs per block); with
+ *     grouped-query attention (KV < NH) the node's flops stay those of NH heads while its
+ *     bytes shrink to the k and v of KV heads (graphs/layers.c);
+ *   - everything else: the vector peak (most are bound by memory anyway), RoPE included: an
+ *     element-wise turn of the q and k heads, read and written once.
  * On a CPU worker: its cores' peak x cpu_gemm_efficiency for GEMMs and attention, the peak
  * for the rest, and the cores' streaming bandwidth.  Units: StarPU wants microseconds.
  * Test: tests/sim/analytic.sh. */

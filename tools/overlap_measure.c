@@ -88,6 +88,9 @@ static int args_equal(enum hx_op op, const union hx_op_args *a, const union hx_o
     case HX_OP_ATTENTION_FWD:
     case HX_OP_ATTENTION_BWD:
         return memcmp(&a->attn, &b->attn, sizeof a->attn) == 0;
+    case HX_OP_ROPE_FWD:
+    case HX_OP_ROPE_BWD:
+        return memcmp(&a->rope, &b->rope, sizeof a->rope) == 0;
     case HX_OP_EMBED_FWD:
     case HX_OP_EMBED_BWD:
         return memcmp(&a->emb, &b->emb, sizeof a->emb) == 0;

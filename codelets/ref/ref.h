@@ -52,6 +52,21 @@ void hx_ref_attention_fwd(double *out, double *lse, const double *qkv, int nseq,
 /* dqkv (nseq*T, 3C) = gradient of sum(out * dout) w.r.t. qkv (written, not accumulated). */
 void hx_ref_attention_bwd(double *dqkv, const double *dout, const double *qkv, int nseq, int T,
                           int C, int NH);
+/* Grouped-query attention: NH query heads, KV key/value heads (KV divides NH; KV = NH is the
+ * above), hs = C/NH.  qkv, dqkv (nseq*T, C + 2 KV hs) = [q (NH heads) | k (KV) | v (KV)];
+ * query head h reads kv head h / (NH/KV); out, lse as above.  dk, dv of a kv head are the
+ * sums over its query heads. */
+void hx_ref_gqa_attention_fwd(double *out, double *lse, const double *qkv, int nseq, int T,
+                              int C, int NH, int KV);
+void hx_ref_gqa_attention_bwd(double *dqkv, const double *dout, const double *qkv, int nseq,
+                              int T, int C, int NH, int KV);
+
+/* Rotary position embeddings in place on x (rows, (NH + 2 KV) hs): the NH q and KV k heads
+ * turn, v does not; row r is position r mod T.  For i < hs/2, with the float32 angle
+ * a = pos inv_freq_i of codelets/rope.h and cos, sin in double:
+ *   (x_i, x_{i+hs/2}) <- (x_i cos a - x_{i+hs/2} sin a, x_{i+hs/2} cos a + x_i sin a).
+ * inverse = 1 turns by -a: the transpose, hence the backward (on dqkv). */
+void hx_ref_rope(double *x, int rows, int T, int NH, int KV, int hs, float base, int inverse);
 
 /* losses(N) = logsumexp(logits[r]) - logits[r][target[r]]; lse(N) kept */
 void hx_ref_xent_fwd(double *losses, double *lse, const double *logits, const int *targets,

@@ -79,6 +79,23 @@ void hx_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_
 /** dqkv = attention backward (uses the forward's out and lse) */
 void hx_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
                       hx_tensor_t dout, hx_tensor_t lse, int T, int NH, int block);
+/** Grouped-query attention (GQA): NH query heads share KV key/value heads (NH % KV == 0,
+ *  else an assertion names both; KV = NH is hx_attention_fwd).  qkv (N, (NH + 2 KV) hs) =
+ *  q (NH heads) | k (KV heads) | v (KV heads), query head h reads kv head h / (NH/KV);
+ *  out (N, NH hs), lse (N,NH). */
+void hx_gqa_attention_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv, int T,
+                          int NH, int KV, int block);
+/** dqkv (qkv's shape) = its backward; dk, dv of a kv head sum its query heads in head order */
+void hx_gqa_attention_bwd(hx_graph_t g, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
+                          hx_tensor_t dout, hx_tensor_t lse, int T, int NH, int KV, int block);
+
+/** Rotary position embeddings (Llama's "rotate_half") in place on the NH q and KV k heads of
+ *  qkv (N, (NH + 2 KV) hs), hs even; row r is position r mod T (row tiles hold whole
+ *  sequences); base: 10000 (Llama 2) or 500000 (Llama 3).  The angle is PyTorch's float32
+ *  pos * inv_freq (include/helix/ops.h, struct hx_rope_args). */
+void hx_rope_fwd(hx_graph_t g, hx_tensor_t qkv, int T, int NH, int KV, float base);
+/** the transpose on the gradient: dqkv's q and k heads turn back by the same angles */
+void hx_rope_bwd(hx_graph_t g, hx_tensor_t dqkv, int T, int NH, int KV, float base);
 
 /** out = a + b */
 void hx_add(hx_graph_t g, hx_tensor_t out, hx_tensor_t a, hx_tensor_t b);

@@ -43,12 +43,15 @@ enum hx_op {
     HX_OP_GELU_FWD,
     /* dinp = gelu'(inp) * dout.  buffers: inp R, dout R, dinp W */
     HX_OP_GELU_BWD,
-    /* Causal multi-head self-attention over nseq sequences of T tokens, blocked with an
-     * online softmax (flash-attention): never more than one (block x block) score tile.
-     * qkv (nseq*T, 3C) holds q | k | v, head h in columns h*hs .. (h+1)*hs of each part.
+    /* Causal self-attention over nseq sequences of T tokens, blocked with an online softmax
+     * (flash-attention): never more than one (block x block) score tile.  NH query heads,
+     * KV key/value heads (grouped-query attention; KV = NH: multi-head), C = NH hs.
+     * qkv (nseq*T, (NH + 2 KV) hs) holds q (NH heads) | k (KV heads) | v (KV heads), head j
+     * of a part in its columns j*hs .. (j+1)*hs; query head h reads kv head h / (NH/KV).
      * buffers: qkv R, out (nseq*T, C) W, lse (nseq*T, NH) W  (log-sum-exp per query row) */
     HX_OP_ATTENTION_FWD,
-    /* buffers: qkv R, out R, dout R, lse R, dqkv (nseq*T, 3C) W */
+    /* dqkv has qkv's layout; dk, dv of a kv head sum its NH/KV query heads in head order.
+     * buffers: qkv R, out R, dout R, lse R, dqkv (nseq*T, (NH + 2 KV) hs) W */
     HX_OP_ATTENTION_BWD,
     /* losses(N,1) = -log softmax(logits)[target]; lse kept for the backward.
      * buffers: logits (N,V) R, targets (N,1) i32 R, losses (N,1) W, lse (N,1) W */
@@ -111,6 +114,16 @@ enum hx_op {
      * s the logistic sigmoid.  buffers: inp R, dout (N,F) R, dinp W */
     HX_OP_SWIGLU_BWD,
 
+    /* Rotary position embeddings (RoFormer; Llama's non-interleaved "rotate_half" form), in
+     * place on the q and k heads of a qkv tile (rows, (NH + 2 KV) hs) laid out as for
+     * attention; v is not touched.  Row r is position r mod T (tiles hold whole sequences).
+     * For i < hs/2 the pair (x_i, x_{i+hs/2}) of every q and k head turns by the angle
+     * pos inv_freq_i, inv_freq_i = base^(-2i/hs) (struct hx_rope_args).
+     * buffers: qkv RW */
+    HX_OP_ROPE_FWD,
+    /* the transpose (angle -> -angle) on the gradient: buffers: dqkv RW */
+    HX_OP_ROPE_BWD,
+
     /* ---- collectives (kind COMM) over the channel's group (helix/comm.h, runtime/comm.c).
      * Buffer 0 is always the channel's token (1,1) i32 RW: every collective of a channel
      * takes it, so a channel's collectives start in submission order on every rank
@@ -165,8 +178,18 @@ struct hx_rows_args {     /* bias_bwd, layernorm_*, rmsnorm_*, gelu_*, swiglu_*,
 };
 
 struct hx_attention_args {
-    int nseq, T, C, NH;
+    int nseq, T, C, NH;   /**< C = NH hs: the width of q, out and dout */
     int block;            /**< query/key block size of the blocked kernel */
+    int KV;               /**< key/value heads, dividing NH; 0 means NH: multi-head */
+};
+
+/** RoPE on a qkv tile of rows = nseq*T rows: NH query and KV key heads of hs (even) columns
+ *  are rotated.  Angle of pair i at position pos, in float32 as PyTorch (HF Llama, Megatron)
+ *  computes it: pos * inv_freq_i, inv_freq_i = fl32(1 / fl32(base^fl32(2i/hs))), each fl32()
+ *  a correct rounding (codelets/rope.h says why). */
+struct hx_rope_args {
+    int rows, T, NH, KV, hs;
+    float base;           /**< 10000 (Llama 2), 500000 (Llama 3) */
 };
 
 struct hx_embed_args {
@@ -212,6 +235,7 @@ union hx_op_args {
     struct hx_matmul_args mm;
     struct hx_rows_args rows;
     struct hx_attention_args attn;
+    struct hx_rope_args rope;
     struct hx_embed_args emb;
     struct hx_adamw_args adamw;
     struct hx_xent_vp_args xvp;

@@ -6,11 +6,11 @@
 # devices.md).  Oclgrind replaces the OpenCL platform (LD_PRELOAD), so StarPU's OpenCL worker
 # runs on its simulator:
 #   - one training step of a tiny model (1 layer, C=8, 2 heads, T=5) with every compute task
-#     on the device, and one evaluation: 17 of the 28 compute ops, CLBlast's GEMM included;
-#   - the codelet tests of the other eleven (gelu_fwd: gelu; add: residual; xent_bwd:
+#     on the device, and one evaluation: 17 of the 30 compute ops, CLBlast's GEMM included;
+#   - the codelet tests of the other thirteen (gelu_fwd: gelu; add: residual; xent_bwd:
 #     crossentropy; xent_vp_stats, xent_vp: xent_vp; Llama's rmsnorm_fwd, add_rmsnorm_fwd,
-#     rmsnorm_bwd_data, rmsnorm_bwd_weight: rmsnorm; swiglu_fwd, swiglu_bwd: swiglu), at
-#     their shapes.
+#     rmsnorm_bwd_data, rmsnorm_bwd_weight: rmsnorm; swiglu_fwd, swiglu_bwd: swiglu;
+#     rope_fwd, rope_bwd: rope), at their shapes.
 # Each run must exit 0, pass its checks, and leave Oclgrind silent.  The kernels are the same
 # code in every build, and Oclgrind does not run ASan binaries well: the sanitizer build skips.
 set -u
@@ -34,7 +34,7 @@ fi
 # size 4 at global memory address ...", "Read-write data race at ...")
 silent() { ! grep -q -i -e "invalid \(read\|write\)" -e "data race" -e "divergence" "$ERR"; }
 
-plan 8
+plan 9
 run oclgrind --data-races "$HELIX" train --num-layers 1 --hidden-size 8 \
     --num-attention-heads 2 --seq-length 5 --micro-batch-size 2 --train-iters 1 \
     --eval-interval 1 --eval-iters 1 --progress-bar 0 --sample-tokens 0 --workers 1 \
@@ -47,7 +47,7 @@ ev = json.load(open(sys.argv[1]))
 ev = ev['traceEvents'] if isinstance(ev, dict) else ev
 print(' '.join(sorted({e['name'] for e in ev if e.get('cat') == 'compute'})))" "$TMP/tiny.trace" 2>&1)
 ok "... it ran 17 compute ops on the device ($ops)" '[ "$(echo "$ops" | wc -w)" -eq 17 ]'
-for p in gelu residual crossentropy xent_vp rmsnorm swiglu; do
+for p in gelu residual crossentropy xent_vp rmsnorm swiglu rope; do
     LAST_CMD="oclgrind --data-races tests/codelets/$p (HX_TEST_DEVICE=opencl)"
     HX_TEST_DEVICE=opencl oclgrind --data-races "$HX_BUILDDIR/tests/codelets/$p" >"$OUT" 2>"$ERR"
     RC=$?

@@ -14,7 +14,7 @@
 #include "codelets/ref/ref.h"
 #include "tap.h"
 
-#define NCHECKS 33
+#define NCHECKS 41
 #define FD_H 1e-6
 #define FD_TOL 1e-6
 
@@ -394,37 +394,75 @@ static void test_swiglu(void)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* attention: L = sum(out * R); the q, k and v column blocks of dqkv are checked separately */
+/* attention, multi-head (KV = NH) or grouped-query: L = sum(out * R); the q, k and v column
+ * blocks of dqkv (C, KV hs and KV hs wide) are checked separately, so a kv head's gradient
+ * must hold the terms of all its query heads */
 struct att {
     double *qkv, *R, *out, *lse;
-    int nseq, T, C, NH;
+    int nseq, T, C, NH, KV;
 };
 
 static double att_loss(void *ctx)
 {
     struct att *p = ctx;
-    hx_ref_attention_fwd(p->out, p->lse, p->qkv, p->nseq, p->T, p->C, p->NH);
+    hx_ref_gqa_attention_fwd(p->out, p->lse, p->qkv, p->nseq, p->T, p->C, p->NH, p->KV);
     return dot(p->out, p->R, (long)p->nseq * p->T * p->C);
 }
 
-static void test_attention(int nseq, int T, int C, int NH)
+static void test_attention(int nseq, int T, int C, int NH, int KV)
 {
-    const long rows = (long)nseq * T;
+    const long rows = (long)nseq * T, kvw = (long)KV * (C / NH), W = C + 2 * kvw;
     /* q, k in [-2,2] give scores of std ~4/3 whatever hs is: a softmax far from uniform */
     struct att p = {
-        .qkv = rand_vec(rows * 3 * C, -2, 2), .R = rand_vec(rows * C, -1, 1),
+        .qkv = rand_vec(rows * W, -2, 2), .R = rand_vec(rows * C, -1, 1),
         .out = alloc(rows * C), .lse = alloc(rows * NH), .nseq = nseq, .T = T, .C = C, .NH = NH,
+        .KV = KV,
     };
-    double *dqkv = nan_vec(rows * 3 * C), *gfd = alloc(rows * 3 * C);
-    hx_ref_attention_bwd(dqkv, p.R, p.qkv, nseq, T, C, NH);
-    fd_grad(gfd, p.qkv, rows * 3 * C, att_loss, &p);
+    double *dqkv = nan_vec(rows * W), *gfd = alloc(rows * W);
+    hx_ref_gqa_attention_bwd(dqkv, p.R, p.qkv, nseq, T, C, NH, KV);
+    fd_grad(gfd, p.qkv, rows * W, att_loss, &p);
     static const char *const part[3] = { "q", "k", "v" };
+    const long off[3] = { 0, C, C + kvw }, width[3] = { C, kvw, kvw };
     for (int s = 0; s < 3; s++) {
-        double e = rel_err_block(dqkv + s * C, gfd + s * C, rows, C, 3L * C);
-        tap_ok(e <= FD_TOL, "attention (nseq,T,C,NH)=(%d,%d,%d,%d) wrt %s: rel err %.2e", nseq, T,
-               C, NH, part[s], e);
+        double e = rel_err_block(dqkv + off[s], gfd + off[s], rows, width[s], W);
+        tap_ok(e <= FD_TOL, "attention (nseq,T,C,NH,KV)=(%d,%d,%d,%d,%d) wrt %s: rel err %.2e",
+               nseq, T, C, NH, KV, part[s], e);
     }
     free(p.qkv), free(p.R), free(p.out), free(p.lse), free(dqkv), free(gfd);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* RoPE: L = sum(rope(x) * R); the backward (the transpose) applied to R must be dL/dx, the
+ * v columns passing R through */
+struct rope {
+    double *x, *y, *R;
+    int rows, T, NH, KV, hs;
+    float base;
+};
+
+static double rope_loss(void *ctx)
+{
+    struct rope *p = ctx;
+    long n = (long)p->rows * (p->NH + 2 * p->KV) * p->hs;
+    memcpy(p->y, p->x, (size_t)n * sizeof(double));
+    hx_ref_rope(p->y, p->rows, p->T, p->NH, p->KV, p->hs, p->base, 0);
+    return dot(p->y, p->R, n);
+}
+
+static void test_rope(int nseq, int T, int NH, int KV, int hs, float base)
+{
+    const long rows = (long)nseq * T, n = rows * (NH + 2 * KV) * hs;
+    struct rope p = {
+        .x = rand_vec(n, -1, 1), .y = alloc(n), .R = rand_vec(n, -1, 1), .rows = (int)rows,
+        .T = T, .NH = NH, .KV = KV, .hs = hs, .base = base,
+    };
+    double *dx = copy_vec(p.R, n), *gfd = alloc(n);
+    hx_ref_rope(dx, p.rows, T, NH, KV, hs, base, 1);
+    fd_grad(gfd, p.x, n, rope_loss, &p);
+    double e = rel_err(dx, gfd, n);
+    tap_ok(e <= FD_TOL, "rope (nseq,T,NH,KV,hs,base)=(%d,%d,%d,%d,%d,%g) wrt x: rel err %.2e",
+           nseq, T, NH, KV, hs, (double)base, e);
+    free(p.x), free(p.y), free(p.R), free(dx), free(gfd);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -518,8 +556,12 @@ int main(void)
     test_rmsnorm();
     test_gelu();
     test_swiglu();
-    test_attention(1, 5, 8, 2);
-    test_attention(2, 17, 96, 3);
+    test_attention(1, 5, 8, 2, 2);
+    test_attention(2, 17, 96, 3, 3);
+    test_attention(2, 9, 48, 6, 2); /* grouped-query: 3 query heads per kv head */
+    test_attention(1, 7, 32, 4, 1); /* multi-query */
+    test_rope(2, 17, 6, 2, 16, 10000.0f);
+    test_rope(1, 9, 2, 2, 8, 500000.0f);
     test_xent();
     test_embedding();
     if (tap_count_ != NCHECKS) {
