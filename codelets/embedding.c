@@ -119,7 +119,10 @@ static void check_shapes(void *buffers[], const struct hx_embed_args *a, int act
 
 void hx_embed_fwd_check_shapes(void *buffers[], const struct hx_embed_args *a)
 {
-    check_shapes(buffers, a, 3, 1, 2, "embed_fwd");
+    int nbuf = STARPU_TASK_GET_NBUFFERS(starpu_task_get_current());
+    HX_ASSERT(nbuf == (a->no_pos ? 3 : 4), "embed_fwd: %d buffers with no_pos=%d (wpe is "
+              "passed exactly when the position term is)", nbuf, a->no_pos);
+    check_shapes(buffers, a, HX_EMBED_FWD_OUT(a), 1, a->no_pos ? -1 : 2, "embed_fwd");
 }
 
 void hx_embed_bwd_check_shapes(void *buffers[], const struct hx_embed_args *a)
@@ -130,7 +133,7 @@ void hx_embed_bwd_check_shapes(void *buffers[], const struct hx_embed_args *a)
     check_shapes(buffers, a, 0, 2, a->no_pos ? -1 : 3, "embed_bwd");
 }
 
-/* buffers: tokens, wte, wpe, out (wpe is still a buffer with no_pos, just not read) */
+/* buffers: tokens, wte, wpe, out (wpe absent with no_pos) */
 static void embed_fwd_cpu(void *buffers[], void *cl_arg)
 {
     const struct hx_node *node = cl_arg;
@@ -143,7 +146,8 @@ static void embed_fwd_cpu(void *buffers[], void *cl_arg)
     if (!hx_embed_tokens_ok(tokens, a->rows, a)) {
         return;
     }
-    hx_cpu_embed_fwd(HX_BUF_F32(buffers, 3), HX_BUF_LD(buffers, 3), tokens,
+    int out = HX_EMBED_FWD_OUT(a);
+    hx_cpu_embed_fwd(HX_BUF_F32(buffers, out), HX_BUF_LD(buffers, out), tokens,
                      HX_BUF_F32(buffers, 1), a->v0, a->V,
                      a->no_pos ? NULL : HX_BUF_F32(buffers, 2), a->rows, a->T, a->C);
 }

@@ -39,8 +39,10 @@ void hx_xent_vp_check_shapes(void *buffers[], const struct hx_xent_vp_args *a);
  * batch loader checks); else reports the first bad row for @p op, 0 */
 int hx_xent_vp_targets_ok(const int32_t *targets, int N, const char *op);
 
-/* embedding.c.  Forward buffers: tokens, wte, wpe, out; backward: dout, tokens, dwte, dwpe
- * (absent with no_pos: the buffer count is checked too). */
+/* embedding.c.  Forward buffers: tokens, wte, wpe, out; backward: dout, tokens, dwte, dwpe;
+ * wpe and dwpe are absent with no_pos (the buffer count is checked too), so the forward's
+ * out is buffer HX_EMBED_FWD_OUT. */
+#define HX_EMBED_FWD_OUT(a) ((a)->no_pos ? 2 : 3)
 void hx_embed_fwd_check_shapes(void *buffers[], const struct hx_embed_args *a);
 void hx_embed_bwd_check_shapes(void *buffers[], const struct hx_embed_args *a);
 /* 1 when every token is inside the whole vocabulary [0, vocab) (a token of another shard

@@ -30,6 +30,15 @@ void hx_optim_config_default(struct hx_optim_config *o, int train_iters)
     o->clip_grad = 1.0f;
 }
 
+int hx_gpt_is_gpt2(const struct hx_gpt_config *c)
+{
+    int mha = c->num_query_groups == 0 || c->num_query_groups == c->num_heads;
+    int ffn = c->ffn_hidden_size == 0 || c->ffn_hidden_size == 4 * c->hidden_size;
+    return c->normalization == HX_NORM_LAYERNORM && !c->swiglu &&
+           c->position_embedding == HX_POS_LEARNED && !c->untie_embeddings && !c->disable_bias &&
+           mha && ffn;
+}
+
 int hx_gpt_config_check(const struct hx_gpt_config *c)
 {
     struct { const char *name; int v; } pos[] = {
@@ -54,15 +63,47 @@ int hx_gpt_config_check(const struct hx_gpt_config *c)
                       "--seq-length or raise --max-position-embeddings", c->seq_len,
                       c->max_seq_len);
     }
+    struct { const char *name; int v, max; } sw[] = {
+        { "normalization", c->normalization, HX_NORM_RMSNORM },
+        { "position-embedding-type", c->position_embedding, HX_POS_ROPE },
+        { "swiglu", c->swiglu, 1 }, { "untie-embeddings-and-output-weights",
+                                      c->untie_embeddings, 1 },
+        { "disable-bias-linear", c->disable_bias, 1 },
+    };
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++) {
+        if (sw[i].v < 0 || sw[i].v > sw[i].max) {
+            return HX_ERR(HX_EINVAL, "--%s is %d; expected 0..%d", sw[i].name, sw[i].v,
+                          sw[i].max);
+        }
+    }
+    int G = c->num_query_groups;
+    if (G < 0 || (G > 0 && c->num_heads % G != 0)) {
+        return HX_ERR(HX_EINVAL, "--num-query-groups %d does not divide --num-attention-heads "
+                      "%d: each key/value head serves a whole group of query heads; choose a "
+                      "divisor of %d", G, c->num_heads, c->num_heads);
+    }
+    if (c->position_embedding == HX_POS_ROPE && (c->hidden_size / c->num_heads) % 2 != 0) {
+        return HX_ERR(HX_EINVAL, "rotary embeddings rotate pairs of a head's channels, but a "
+                      "head has %d (--hidden-size %d / --num-attention-heads %d); choose an "
+                      "even head size", c->hidden_size / c->num_heads, c->hidden_size,
+                      c->num_heads);
+    }
+    if (c->ffn_hidden_size < 0 || c->rotary_base < 0) {
+        return HX_ERR(HX_EINVAL, "--ffn-hidden-size (%d) and --rotary-base (%g) must not be "
+                      "negative", c->ffn_hidden_size, (double)c->rotary_base);
+    }
     if (c->tile_seqs < 0 || c->attn_block < 0 || c->ln_eps < 0) {
         return HX_ERR(HX_EINVAL, "tile_seqs (%d), attn_block (%d) and ln_eps (%g) must not be "
                       "negative", c->tile_seqs, c->attn_block, (double)c->ln_eps);
     }
     long long rows = (long long)c->seq_len * c->micro_batch_size;
-    if (rows * c->vocab_size > (1LL << 31) || rows * 4 * c->hidden_size > (1LL << 31)) {
-        return HX_ERR(HX_EINVAL, "micro-batch of %lld tokens makes a logits tensor of %lld "
-                      "elements (limit 2^31); lower --micro-batch-size or --seq-length", rows,
-                      rows * c->vocab_size);
+    long long fc = (c->swiglu ? 2LL : 1LL) * (c->ffn_hidden_size ? c->ffn_hidden_size
+                                                                  : 4LL * c->hidden_size);
+    long long widest = c->vocab_size > fc ? c->vocab_size : fc; /* logits, or the MLP's fc */
+    if (rows * widest > (1LL << 31)) {
+        return HX_ERR(HX_EINVAL, "micro-batch of %lld tokens makes a%s tensor of %lld elements "
+                      "(limit 2^31); lower --micro-batch-size or --seq-length", rows,
+                      widest == fc ? "n MLP" : " logits", rows * widest);
     }
     return HX_OK;
 }
@@ -182,11 +223,12 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
         for (int l = 0; l < m->pf_depth; l++) { /* each layer then gathers pf_depth ahead */
             hx_gpt_dist_gather_params(m, l);
         }
-        if (m->mesh.tp == 1) {
-            hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], cf->seq_len);
+        hx_tensor_t wpe = hx_gpt_pt(P, m->p_wpe); /* none with rotary positions */
+        if (m->mesh.tp == 1 && wpe != NULL) {
+            hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len);
         } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
-            hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[P_WTE], P[P_WPE], cf->seq_len,
-                            m->mesh.tp_rank * m->V, cf->vocab_size, tp0);
+            hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len,
+                            m->mesh.tp_rank * m->V, cf->vocab_size, tp0 && wpe != NULL);
         }
         hx_gpt_tp_reduce(m, m->emb, m->emb_part);
     } else { /* the previous virtual stage's output, tile by tile (sequence shards under SP) */
@@ -194,33 +236,33 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
     }
     g->cur.layer = lo;
     struct gpt_layer_acts *a0 = &m->layers[lo];
-    hx_layernorm_fwd(g, a0->ln1, a0->ln1_mean, a0->ln1_rstd, x, P[P_LAYER(lo, P_LN1_W)],
-                     P[P_LAYER(lo, P_LN1_B)], cf->ln_eps);
+    hx_gpt_norm_fwd(m, a0->ln1, a0->ln1_mean, a0->ln1_rstd, x, hx_gpt_pi(m, lo, P_LN1_W),
+                    hx_gpt_pi(m, lo, P_LN1_B));
 }
 
-/* Layer l's forward from its LayerNorm'd input (ln1, in the layer's set) and input @p x up to
- * the MLP's GELU: what the backward reads, so also what full recomputation runs again. */
+/* Layer l's forward from its normed input (ln1, in the layer's set) and input @p x up to the
+ * MLP's activation: what the backward reads, so also what full recomputation runs again. */
 void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
 {
-    const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull;
-    int tp0 = m->mesh.tp_rank == 0, heads = cf->num_heads / m->mesh.tp;
+    int tp0 = m->mesh.tp_rank == 0;
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t ln1 = hx_gpt_tp_gather(m, al->ln1g, al->ln1);
-    hx_linear_fwd(g, al->qkv, ln1, P[P_LAYER(l, P_QKV_W)], P[P_LAYER(l, P_QKV_B)]);
-    hx_attention_fwd(g, al->atty, al->att_lse, al->qkv, cf->seq_len, heads, cf->attn_block);
+    hx_linear_fwd(g, al->qkv, ln1, P[hx_gpt_pi(m, l, P_QKV_W)],
+                  hx_gpt_pt(P, hx_gpt_pi(m, l, P_QKV_B)));
+    hx_gpt_rope_fwd(m, al->qkv);
+    hx_gpt_attention_fwd(m, al->atty, al->att_lse, al->qkv);
     /* row-parallel: partial sums over tp, the bias added once */
     hx_gpt_tp_partial(m);
-    hx_linear_fwd(g, m->branch_out, al->atty, P[P_LAYER(l, P_PROJ_W)],
-                  tp0 ? P[P_LAYER(l, P_PROJ_B)] : NULL);
+    hx_linear_fwd(g, m->branch_out, al->atty, P[hx_gpt_pi(m, l, P_PROJ_W)],
+                  tp0 ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_PROJ_B)) : NULL);
     hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
     /* x1 = x + attention branch, and LN2(x1), in one pass */
-    hx_add_layernorm_fwd(g, al->res_mid, al->ln2, al->ln2_mean, al->ln2_rstd, x, m->branch_s,
-                         P[P_LAYER(l, P_LN2_W)], P[P_LAYER(l, P_LN2_B)], cf->ln_eps);
+    hx_gpt_add_norm_fwd(m, al->res_mid, al->ln2, al->ln2_mean, al->ln2_rstd, x, m->branch_s,
+                        hx_gpt_pi(m, l, P_LN2_W), hx_gpt_pi(m, l, P_LN2_B));
     hx_tensor_t ln2 = hx_gpt_tp_gather(m, al->ln2g, al->ln2);
-    hx_linear_gelu_fwd(g, al->fch, al->fch_gelu, ln2, P[P_LAYER(l, P_FC_W)],
-                       P[P_LAYER(l, P_FC_B)]);
+    hx_gpt_mlp_in_fwd(m, l, al->fch, al->fch_gelu, ln2);
 }
 
 void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
@@ -241,8 +283,8 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     hx_gpt_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
     hx_gpt_layer_to_gelu(m, l, x);
     hx_gpt_tp_partial(m);
-    hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[P_LAYER(l, P_FCPROJ_W)],
-                  tp0 ? P[P_LAYER(l, P_FCPROJ_B)] : NULL);
+    hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[hx_gpt_pi(m, l, P_FCPROJ_W)],
+                  tp0 ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_FCPROJ_B)) : NULL);
     hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
     /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next: the
      * next block's LN1, or the final LN; at the end of a chunk that is not the model's last
@@ -251,11 +293,11 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
         hx_add(g, m->res_out[l], al->res_mid, m->branch_s);
     } else {
         struct gpt_layer_acts *n = last ? NULL : &m->layers[l + 1];
-        hx_add_layernorm_fwd(g, m->res_out[l], last ? m->lnf : n->ln1,
-                             last ? m->lnf_mean : n->ln1_mean, last ? m->lnf_rstd : n->ln1_rstd,
-                             al->res_mid, m->branch_s,
-                             P[last ? m->nparams - 2 : P_LAYER(l + 1, P_LN1_W)],
-                             P[last ? m->nparams - 1 : P_LAYER(l + 1, P_LN1_B)], cf->ln_eps);
+        hx_gpt_add_norm_fwd(m, m->res_out[l], last ? m->lnf : n->ln1,
+                            last ? m->lnf_mean : n->ln1_mean, last ? m->lnf_rstd : n->ln1_rstd,
+                            al->res_mid, m->branch_s,
+                            last ? m->p_lnf_w : hx_gpt_pi(m, l + 1, P_LN1_W),
+                            last ? m->p_lnf_b : hx_gpt_pi(m, l + 1, P_LN1_B));
     }
     hx_gpt_recompute_forward_done(m, mb, l);
 }
@@ -272,8 +314,8 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
         return;
     }
     hx_tensor_t lnf = hx_gpt_tp_gather(m, m->lnfg, m->lnf);
-    hx_linear_fwd(g, m->logits, lnf, m->pfull[P_WTE], NULL); /* the tied head: a vocabulary
-                                                               * shard */
+    /* the output layer (the tied wte, or its own): a vocabulary shard */
+    hx_linear_fwd(g, m->logits, lnf, m->pfull[m->p_head >= 0 ? m->p_head : m->p_wte], NULL);
 }
 
 /* What the mesh asks of the model, checked again here because a mesh can be built without
@@ -291,6 +333,13 @@ static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms, i
     struct hx_mesh check;
     int ret = hx_mesh_init(&check, &r, 0);
     int nvs = hx_pipeline_virtual_stages(sched, ms->pp);
+    int G = c->num_query_groups ? c->num_query_groups : c->num_heads;
+    int F = c->ffn_hidden_size ? c->ffn_hidden_size : 4 * c->hidden_size;
+    if (ret == HX_OK && (G % ms->tp != 0 || F % ms->tp != 0)) {
+        ret = HX_ERR(HX_EINVAL, "--tensor-model-parallel-size %d splits the %d key/value heads "
+                     "(--num-query-groups) and the MLP's %d channels (--ffn-hidden-size); "
+                     "choose a tp that divides both", ms->tp, G, F);
+    }
     if (ret == HX_OK && sched == HX_PIPE_FOLD && c->num_layers % nvs != 0) {
         ret = HX_ERR(HX_EINVAL, "--pipeline-fold cuts --num-layers %d into 2 x %d = %d equal "
                      "chunks; choose a layer count divisible by %d", c->num_layers, ms->pp,
@@ -408,6 +457,18 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     if (m->cfg.ln_eps == 0) {
         m->cfg.ln_eps = 1e-5f;
     }
+    /* Megatron's defaults, resolved here and kept out of cfg (which checkpoints store as
+     * given): F = 4C, multi-head attention, RoPE base 10000 */
+    const struct hx_gpt_config *mc = &m->cfg;
+    int F = mc->ffn_hidden_size ? mc->ffn_hidden_size : 4 * mc->hidden_size;
+    int G = mc->num_query_groups ? mc->num_query_groups : mc->num_heads;
+    int tp = m->mesh.tp, hs = mc->hidden_size / mc->num_heads;
+    m->rope_base = mc->rotary_base != 0 ? mc->rotary_base : 10000.0f;
+    m->heads = mc->num_heads / tp;
+    m->kv_heads = G / tp;
+    m->qkv_cols = (mc->num_heads + 2 * G) * hs / tp;
+    m->ffn_cols = F / tp;
+    m->fc_cols = (mc->swiglu ? 2 : 1) * m->ffn_cols;
     m->N = cfg->seq_len * cfg->micro_batch_size;
     m->Ns = m->mesh.sequence_parallel ? m->N / m->mesh.tp : m->N;
     m->Ml = cfg->num_micro_batches / m->mesh.dp;
@@ -504,6 +565,7 @@ void hx_gpt_destroy(hx_gpt_t m)
     hx_gpt_free_acts(m);
     hx_gpt_dist_free(m);
     free(m->spec);
+    free(m->pix);
     free(m->item_first);
     free(m);
 }

@@ -94,22 +94,23 @@ static int set_new(struct hx_gpt *m, int l)
 #define NAME(what) (snprintf(n, sizeof n, "h%d." what, l), nth_name(b, sizeof b, n, k))
     memset(S, 0, sizeof *S);
     a->ln1 = hx_gpt_actf_s(m, C, NAME("ln1"), 0);
-    a->ln1_mean = hx_gpt_actf_s(m, 1, NAME("ln1_mean"), 0);
+    int ln = c->normalization == HX_NORM_LAYERNORM; /* RMSNorm keeps no mean */
+    a->ln1_mean = ln ? hx_gpt_actf_s(m, 1, NAME("ln1_mean"), 0) : NULL;
     a->ln1_rstd = hx_gpt_actf_s(m, 1, NAME("ln1_rstd"), 0);
     a->ln1g = hx_gpt_full_of(m, a->ln1, ".full");
-    a->qkv = hx_gpt_actf(m, 3 * Cl, NAME("qkv"), 0);
+    a->qkv = hx_gpt_actf(m, m->qkv_cols, NAME("qkv"), 0);
     if (m->recompute != HX_RECOMPUTE_SELECTIVE) { /* else recomputed, in rc[l % 2] */
         a->atty = hx_gpt_actf(m, Cl, NAME("atty"), 0);
-        a->att_lse = hx_gpt_actf(m, c->num_heads / tp, NAME("att_lse"), 0);
+        a->att_lse = hx_gpt_actf(m, m->heads, NAME("att_lse"), 0);
     }
     a->res_mid = hx_gpt_actf_s(m, C, NAME("res_mid"), 0);
     a->ln2 = hx_gpt_actf_s(m, C, NAME("ln2"), 0);
-    a->ln2_mean = hx_gpt_actf_s(m, 1, NAME("ln2_mean"), 0);
+    a->ln2_mean = ln ? hx_gpt_actf_s(m, 1, NAME("ln2_mean"), 0) : NULL;
     a->ln2_rstd = hx_gpt_actf_s(m, 1, NAME("ln2_rstd"), 0);
     a->ln2g = hx_gpt_full_of(m, a->ln2, ".full");
-    a->fch = hx_gpt_actf(m, 4 * Cl, NAME("fch"), 0);
+    a->fch = hx_gpt_actf(m, m->fc_cols, NAME("fch"), 0);
     if (m->recompute != HX_RECOMPUTE_SELECTIVE) {
-        a->fch_gelu = hx_gpt_actf(m, 4 * Cl, NAME("fch_gelu"), 0);
+        a->fch_gelu = hx_gpt_actf(m, m->ffn_cols, NAME("fch_gelu"), 0);
     }
     if (m->recompute != HX_RECOMPUTE_FULL) { /* full: kept apart (hx_gpt_take_keep) */
         S->out = hx_gpt_actf_s(m, C, NAME("out"), 0);
@@ -153,7 +154,8 @@ static void make_slot(struct hx_gpt *m, int k)
     S->in2 = m->nchunks > 1 ? hx_gpt_actf_s(m, C, NAME("stage_in2"), 0) : NULL;
     if (m->last_stage) {
         S->lnf = hx_gpt_actf_s(m, C, NAME("lnf"), 0);
-        S->lnf_mean = hx_gpt_actf_s(m, 1, NAME("lnf_mean"), 0);
+        S->lnf_mean = c->normalization == HX_NORM_LAYERNORM /* RMSNorm keeps no mean */
+                          ? hx_gpt_actf_s(m, 1, NAME("lnf_mean"), 0) : NULL;
         S->lnf_rstd = hx_gpt_actf_s(m, 1, NAME("lnf_rstd"), 0);
         S->lnfg = hx_gpt_full_of(m, S->lnf, ".full");
         S->logits = hx_gpt_act(m, NAME("logits"), m->V);
@@ -236,14 +238,14 @@ void hx_gpt_make_activations(struct hx_gpt *m)
         }
     }
     for (int p = 0; p < 2; p++) {
-        m->bwd[p].dfch_gelu = hx_gpt_actf(m, 4 * Cl, "bwd%d.dfch_gelu", p);
-        m->bwd[p].dfch = hx_gpt_actf(m, 4 * Cl, "bwd%d.dfch", p);
+        m->bwd[p].dfch_gelu = hx_gpt_actf(m, m->ffn_cols, "bwd%d.dfch_gelu", p);
+        m->bwd[p].dfch = hx_gpt_actf(m, m->fc_cols, "bwd%d.dfch", p);
         m->bwd[p].dln2 = hx_gpt_actf_s(m, C, "bwd%d.dln2", p);
         m->bwd[p].dln1 = hx_gpt_actf_s(m, C, "bwd%d.dln1", p);
         m->bwd[p].dln2_part = hx_gpt_full_of(m, m->bwd[p].dln2, ".part");
         m->bwd[p].dln1_part = hx_gpt_full_of(m, m->bwd[p].dln1, ".part");
         m->bwd[p].datty = hx_gpt_actf(m, Cl, "bwd%d.datty", p);
-        m->bwd[p].dqkv = hx_gpt_actf(m, 3 * Cl, "bwd%d.dqkv", p);
+        m->bwd[p].dqkv = hx_gpt_actf(m, m->qkv_cols, "bwd%d.dqkv", p);
     }
     m->branch_out = hx_gpt_act(m, "branch_out", C);
     m->branch_s = m->mesh.sequence_parallel ? hx_gpt_actf_s(m, C, "branch_s", 0) : m->branch_out;

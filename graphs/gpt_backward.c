@@ -17,10 +17,36 @@
 #include "helix/layers.h"
 
 /* Weight w's and bias b's gradients of micro-batch mb are complete. */
+/* Parameters w and b (b: -1 for none) have this micro-batch's gradients */
 static void done(struct hx_gpt *m, int w, int b, int mb)
 {
     hx_gpt_dist_grad_done(m, w, mb);
-    hx_gpt_dist_grad_done(m, b, mb);
+    if (b >= 0) {
+        hx_gpt_dist_grad_done(m, b, mb);
+    }
+}
+
+/* A norm's backward: dinp = [resid +] dnorm/dinp^T dout, then its weight (and shift) */
+static void norm_bwd(struct hx_gpt *m, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
+                     hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid, int wi, int bi,
+                     int mb)
+{
+    m->g->cur.phase = HX_PHASE_BACKWARD_DATA;
+    hx_gpt_norm_bwd_data(m, dinp, dout, inp, mean, rstd, resid, wi);
+    m->g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+    hx_gpt_norm_bwd_weight(m, dout, inp, mean, rstd, wi, bi);
+    done(m, wi, bi, mb);
+}
+
+/* A linear layer's weight gradient dw += dout^T inp [and its bias's] */
+static void linear_bwd_weight(struct hx_gpt *m, int l, int kw, int kb, hx_tensor_t dout,
+                              hx_tensor_t inp, int mb)
+{
+    int w = hx_gpt_pi(m, l, kw), b = hx_gpt_pi(m, l, kb);
+    m->g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+    hx_linear_bwd_weight(m->g, m->gfull[w], hx_gpt_pt(m->gfull, b), dout, inp);
+    done(m, w, b, mb);
+    m->g->cur.phase = HX_PHASE_BACKWARD_DATA;
 }
 
 static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_tensor_t x)
@@ -28,58 +54,35 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     hx_graph_t g = m->g;
     struct gpt_layer_acts *a = &m->layers[l];
     struct gpt_bwd_temps *t = &m->bwd[l % 2];
-    hx_tensor_t *P = m->pfull, *G = m->gfull;
-    int heads = m->cfg.num_heads / m->mesh.tp;
+    hx_tensor_t *P = m->pfull;
 
-    /* MLP branch: y = x1 + fcproj(gelu(fc(LN2(x1)))); the row-parallel fcproj reads the
+    /* MLP branch: y = x1 + fcproj(act(fc(norm2(x1)))); the row-parallel fcproj reads the
      * whole dy (gathered from sequence shards under SP) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_tensor_t dyg = hx_gpt_tp_gather(m, m->dy_full, dy);
-    hx_linear_bwd_data(g, t->dfch_gelu, dyg, P[P_LAYER(l, P_FCPROJ_W)]);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_FCPROJ_W)], G[P_LAYER(l, P_FCPROJ_B)], dyg,
-                         a->fch_gelu);
-    done(m, P_LAYER(l, P_FCPROJ_W), P_LAYER(l, P_FCPROJ_B), mb);
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_gelu_bwd(g, t->dfch, a->fch, t->dfch_gelu);
+    hx_linear_bwd_data(g, t->dfch_gelu, dyg, P[hx_gpt_pi(m, l, P_FCPROJ_W)]);
+    linear_bwd_weight(m, l, P_FCPROJ_W, P_FCPROJ_B, dyg, a->fch_gelu, mb);
+    hx_gpt_mlp_act_bwd(m, t->dfch, a->fch, t->dfch_gelu);
     /* column-parallel fc: its input gradient is a partial sum over tp */
     hx_gpt_tp_partial(m);
-    hx_linear_bwd_data(g, t->dln2_part, t->dfch, P[P_LAYER(l, P_FC_W)]);
+    hx_linear_bwd_data(g, t->dln2_part, t->dfch, P[hx_gpt_pi(m, l, P_FC_W)]);
     hx_gpt_tp_reduce(m, t->dln2, t->dln2_part);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_FC_W)], G[P_LAYER(l, P_FC_B)], t->dfch, a->ln2g);
-    done(m, P_LAYER(l, P_FC_W), P_LAYER(l, P_FC_B), mb);
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_layernorm_bwd_data(g, a->dres_mid, t->dln2, a->res_mid, P[P_LAYER(l, P_LN2_W)],
-                          a->ln2_mean, a->ln2_rstd, dy);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_layernorm_bwd_weight(g, G[P_LAYER(l, P_LN2_W)], G[P_LAYER(l, P_LN2_B)], t->dln2,
-                            a->res_mid, a->ln2_mean, a->ln2_rstd);
-    done(m, P_LAYER(l, P_LN2_W), P_LAYER(l, P_LN2_B), mb);
+    linear_bwd_weight(m, l, P_FC_W, P_FC_B, t->dfch, a->ln2g, mb);
+    norm_bwd(m, a->dres_mid, t->dln2, a->res_mid, a->ln2_mean, a->ln2_rstd, dy,
+             hx_gpt_pi(m, l, P_LN2_W), hx_gpt_pi(m, l, P_LN2_B), mb);
 
-    /* attention branch: x1 = x + proj(attn(qkv(LN1(x)))) */
+    /* attention branch: x1 = x + proj(attn(qkv(norm1(x)))) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_tensor_t dmid = hx_gpt_tp_gather(m, m->dmid_full, a->dres_mid);
-    hx_linear_bwd_data(g, t->datty, dmid, P[P_LAYER(l, P_PROJ_W)]);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_PROJ_W)], G[P_LAYER(l, P_PROJ_B)], dmid, a->atty);
-    done(m, P_LAYER(l, P_PROJ_W), P_LAYER(l, P_PROJ_B), mb);
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_attention_bwd(g, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse, m->cfg.seq_len, heads,
-                     m->cfg.attn_block);
+    hx_linear_bwd_data(g, t->datty, dmid, P[hx_gpt_pi(m, l, P_PROJ_W)]);
+    linear_bwd_weight(m, l, P_PROJ_W, P_PROJ_B, dmid, a->atty, mb);
+    hx_gpt_attention_bwd(m, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse);
     hx_gpt_tp_partial(m);
-    hx_linear_bwd_data(g, t->dln1_part, t->dqkv, P[P_LAYER(l, P_QKV_W)]);
+    hx_linear_bwd_data(g, t->dln1_part, t->dqkv, P[hx_gpt_pi(m, l, P_QKV_W)]);
     hx_gpt_tp_reduce(m, t->dln1, t->dln1_part);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_LAYER(l, P_QKV_W)], G[P_LAYER(l, P_QKV_B)], t->dqkv, a->ln1g);
-    done(m, P_LAYER(l, P_QKV_W), P_LAYER(l, P_QKV_B), mb);
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_layernorm_bwd_data(g, a->dres, t->dln1, x, P[P_LAYER(l, P_LN1_W)], a->ln1_mean,
-                          a->ln1_rstd, a->dres_mid);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_layernorm_bwd_weight(g, G[P_LAYER(l, P_LN1_W)], G[P_LAYER(l, P_LN1_B)], t->dln1, x,
-                            a->ln1_mean, a->ln1_rstd);
-    done(m, P_LAYER(l, P_LN1_W), P_LAYER(l, P_LN1_B), mb);
+    linear_bwd_weight(m, l, P_QKV_W, P_QKV_B, t->dqkv, a->ln1g, mb);
+    norm_bwd(m, a->dres, t->dln1, x, a->ln1_mean, a->ln1_rstd, a->dres_mid,
+             hx_gpt_pi(m, l, P_LN1_W), hx_gpt_pi(m, l, P_LN1_B), mb);
 }
 
 /* The backward of chunk c of micro-batch mb in three pieces: the gradient of its output
@@ -90,6 +93,7 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
     hx_graph_t g = m->g;
     hx_tensor_t *P = m->pfull, *G = m->gfull;
     int L = m->cfg.num_layers, b = m->cv[c] + m->cvn[c] - 1;
+    int head = m->p_head >= 0 ? m->p_head : m->p_wte; /* the output layer: tied wte, or own */
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (c == m->nchunks - 1) { /* the micro-batch's first backward on this stage */
@@ -99,23 +103,17 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
         hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_gpt_vstage_rank(m, b + 1));
         return;
     }
-    /* head: logits = LNf(xL) wte^T; the forward's fused loss left dlogits in the logits */
+    /* head: logits = normf(xL) head^T; the forward's fused loss left dlogits in the logits */
     hx_gpt_tp_partial(m);
-    hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[P_WTE]);
+    hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[head]);
     hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(g, G[P_WTE], NULL, m->logits, m->lnfg);
-    if (!m->first_stage) { /* this copy of wte gets no lookup gradient */
-        hx_gpt_dist_grad_done(m, P_WTE, mb);
+    hx_linear_bwd_weight(g, G[head], NULL, m->logits, m->lnfg);
+    if (head != m->p_wte || !m->first_stage) { /* this copy gets no lookup gradient */
+        hx_gpt_dist_grad_done(m, head, mb);
     }
-    g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_tensor_t xL = m->res_out[L - 1];
-    hx_layernorm_bwd_data(g, m->dtop, m->dlnf, xL, P[m->nparams - 2], m->lnf_mean, m->lnf_rstd,
-                          NULL);
-    g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_layernorm_bwd_weight(g, G[m->nparams - 2], G[m->nparams - 1], m->dlnf, xL, m->lnf_mean,
-                            m->lnf_rstd);
-    done(m, m->nparams - 2, m->nparams - 1, mb);
+    norm_bwd(m, m->dtop, m->dlnf, m->res_out[L - 1], m->lnf_mean, m->lnf_rstd, NULL,
+             m->p_lnf_w, m->p_lnf_b, mb);
 }
 
 void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
@@ -152,12 +150,13 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
      * tp rank adds the (whole, gathered) gradient to its copy of wpe */
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->dres[0]);
-    if (m->mesh.tp == 1) {
-        hx_embed_bwd(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], cf->seq_len);
+    hx_tensor_t dwpe = hx_gpt_pt(G, m->p_wpe); /* none with rotary positions */
+    if (m->mesh.tp == 1 && dwpe != NULL) {
+        hx_embed_bwd(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len);
     } else {
-        hx_embed_bwd_vp(g, G[P_WTE], G[P_WPE], demb, m->tokens[mb], cf->seq_len,
+        hx_embed_bwd_vp(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len,
                         m->mesh.tp_rank * m->V, cf->vocab_size);
     }
-    done(m, P_WTE, P_WPE, mb);
+    done(m, m->p_wte, m->p_wpe, mb);
     hx_gpt_dist_backward_end(m, mb);
 }

@@ -12,12 +12,10 @@
 /* parameters of one sharding unit (one packed message), and of one layer */
 #define HX_UNIT_MAX 32
 
-/* per-layer parameter offsets, in the documented order */
+/* a layer's parameters, in the documented order (GPT-2 has all twelve; hx_gpt_pi says where
+ * each is, or that a variant has none) */
 enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B, P_FC_W, P_FC_B,
        P_FCPROJ_W, P_FCPROJ_B, P_PER_LAYER };
-#define P_WTE 0
-#define P_WPE 1
-#define P_LAYER(l, k) (2 + (l) * P_PER_LAYER + (k))
 
 /* Shapes below are those of the serial run.  Under tensor parallelism (tp) the columns of
  * qkv, atty, att_lse, fch, fch_gelu and their gradients are divided by tp; under sequence
@@ -121,8 +119,18 @@ struct hx_gpt {
     int *item_first, nitems;             /* the stage's schedule items (a chunk task or an SI
                                           * block) in order: item k is nodes [item_first[k],
                                           * item_first[k + 1]) */
+    /* this rank's widths (tensor parallelism divides each): attention heads and key/value
+     * heads, qkv's columns (NH + 2 G) hs / tp, the MLP's fc outputs (2F with SwiGLU, else F)
+     * / tp and its activation's F / tp */
+    int heads, kv_heads, qkv_cols, fc_cols, ffn_cols;
+    float rope_base;                     /* RoPE's base, resolved (cfg keeps 0 for 10000) */
     int nparams;
     struct hx_param_spec *spec;          /* [nparams] what each parameter is (helix/model.h) */
+    /* where the variant's parameters are (graphs/gpt_spec.c): parameter k (P_*) of layer l is
+     * pix[l * P_PER_LAYER + k]; -1 where there is none (biases under --disable-bias-linear,
+     * norm shifts under RMSNorm, wpe under RoPE, head_w when tied) */
+    int *pix;
+    int p_wte, p_wpe, p_lnf_w, p_lnf_b, p_head;
     int units;                           /* sharding units of a layer (spec[].unit < units) */
     int layer_params_max;                /* parameters of the largest layer */
     /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
@@ -182,8 +190,36 @@ struct hx_gpt {
     int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
 
-/* graphs/gpt_spec.c: spec[] and nparams, GPT-2's parameters in the documented order */
+/* graphs/gpt_spec.c: spec[], nparams and the indices above, in the documented order */
 void hx_gpt_param_specs(struct hx_gpt *m);
+/* Parameter k (P_*) of layer l: its index, or -1 */
+static inline int hx_gpt_pi(const struct hx_gpt *m, int l, int k)
+{
+    return m->pix[l * P_PER_LAYER + k];
+}
+/* T[i] of a per-parameter array (pfull, gfull, ...), NULL for an absent parameter (i < 0) */
+static inline hx_tensor_t hx_gpt_pt(hx_tensor_t *T, int i)
+{
+    return i >= 0 ? T[i] : NULL;
+}
+
+/* graphs/gpt_blocks.c: the pieces the Llama settings switch; norms take parameter indices
+ * (wi, bi: bi unused by RMSNorm) */
+void hx_gpt_norm_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
+                     hx_tensor_t x, int wi, int bi);
+void hx_gpt_add_norm_fwd(struct hx_gpt *m, hx_tensor_t sum, hx_tensor_t out, hx_tensor_t mean,
+                         hx_tensor_t rstd, hx_tensor_t a, hx_tensor_t b, int wi, int bi);
+void hx_gpt_norm_bwd_data(struct hx_gpt *m, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
+                          hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid, int wi);
+void hx_gpt_norm_bwd_weight(struct hx_gpt *m, hx_tensor_t dout, hx_tensor_t inp,
+                            hx_tensor_t mean, hx_tensor_t rstd, int wi, int bi);
+void hx_gpt_rope_fwd(struct hx_gpt *m, hx_tensor_t qkv);
+void hx_gpt_attention_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t lse, hx_tensor_t qkv);
+void hx_gpt_attention_bwd(struct hx_gpt *m, hx_tensor_t dqkv, hx_tensor_t qkv, hx_tensor_t out,
+                          hx_tensor_t dout, hx_tensor_t lse);
+void hx_gpt_mlp_in_fwd(struct hx_gpt *m, int l, hx_tensor_t fch, hx_tensor_t act, hx_tensor_t x);
+void hx_gpt_mlp_act_fwd(struct hx_gpt *m, hx_tensor_t act, hx_tensor_t fch);
+void hx_gpt_mlp_act_bwd(struct hx_gpt *m, hx_tensor_t dfch, hx_tensor_t fch, hx_tensor_t dact);
 
 /* graphs/gpt_acts.c: activation tensors (N rows; sequence shards; the full companion of a
  * shard under SP), the pool of layer sets and the per-micro-batch slots */

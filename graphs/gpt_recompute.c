@@ -37,8 +37,8 @@ void hx_gpt_recompute_tensors(struct hx_gpt *m)
     if (m->recompute == HX_RECOMPUTE_SELECTIVE) {
         for (int p = 0; p < 2; p++) {
             m->rc[p].atty = hx_gpt_actf(m, Cl, "rc%d.atty", p);
-            m->rc[p].att_lse = hx_gpt_actf(m, c->num_heads / tp, "rc%d.att_lse", p);
-            m->rc[p].fch_gelu = hx_gpt_actf(m, 4 * Cl, "rc%d.fch_gelu", p);
+            m->rc[p].att_lse = hx_gpt_actf(m, m->heads, "rc%d.att_lse", p);
+            m->rc[p].fch_gelu = hx_gpt_actf(m, m->ffn_cols, "rc%d.fch_gelu", p);
         }
     }
     m->keep_of = malloc(sizeof(int) * (size_t)m->Ml * L);
@@ -88,20 +88,17 @@ void hx_gpt_recompute_forward_done(struct hx_gpt *m, int mb, int l)
 /* selective: the attention core and the GELU of layer l, into rc[l % 2] */
 static void recompute_selective(struct hx_gpt *m, int l)
 {
-    const struct hx_gpt_config *cf = &m->cfg;
     struct gpt_layer_acts *a = &m->layers[l];
-    hx_attention_fwd(m->g, a->atty, a->att_lse, a->qkv, cf->seq_len, cf->num_heads / m->mesh.tp,
-                     cf->attn_block);
-    hx_gelu_fwd(m->g, a->fch_gelu, a->fch);
+    hx_gpt_attention_fwd(m, a->atty, a->att_lse, a->qkv);
+    hx_gpt_mlp_act_fwd(m, a->fch_gelu, a->fch);
 }
 
 /* full: layer l's forward again from its kept input @p x, up to the MLP's GELU */
 static void recompute_full(struct hx_gpt *m, int l, hx_tensor_t x)
 {
     struct gpt_layer_acts *a = &m->layers[l];
-    hx_tensor_t *P = m->pfull;
-    hx_layernorm_fwd(m->g, a->ln1, a->ln1_mean, a->ln1_rstd, x, P[P_LAYER(l, P_LN1_W)],
-                     P[P_LAYER(l, P_LN1_B)], m->cfg.ln_eps);
+    hx_gpt_norm_fwd(m, a->ln1, a->ln1_mean, a->ln1_rstd, x, hx_gpt_pi(m, l, P_LN1_W),
+                    hx_gpt_pi(m, l, P_LN1_B));
     hx_gpt_layer_to_gelu(m, l, x);
 }
 

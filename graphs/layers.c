@@ -600,8 +600,8 @@ static void embed_check(hx_tensor_t rows, hx_tensor_t tokens, hx_tensor_t wte, h
 }
 
 /* One embedding node per row tile of act (out for the forward, dout for the backward), the
- * plain and the vocabulary-parallel builders alike.  pos: wpe (forward, read only when
- * add_pos) or dwpe (backward, NULL without the position term).  Out-of-shard tokens skip the
+ * plain and the vocabulary-parallel builders alike.  pos: wpe (forward) or dwpe (backward),
+ * a buffer only with the position term (add_pos).  Out-of-shard tokens skip the
  * table, so a shard does about Vl/vocab of the table traffic. */
 static void embed_emit(hx_graph_t g, enum hx_op op, hx_tensor_t act, hx_tensor_t tokens,
                        hx_tensor_t wte, hx_tensor_t pos, int add_pos, int T, int v0, int vocab)
@@ -619,7 +619,9 @@ static void embed_emit(hx_graph_t g, enum hx_op op, hx_tensor_t act, hx_tensor_t
         if (fwd) {
             refs[n++] = hx_ref_of(tokens, i, HX_R);
             refs[n++] = hx_ref_of(wte, 0, HX_R);
-            refs[n++] = hx_ref_of(pos, 0, HX_R);
+            if (add_pos) {
+                refs[n++] = hx_ref_of(pos, 0, HX_R);
+            }
             refs[n++] = hx_ref_of(act, i, HX_W);
         } else {
             refs[n++] = hx_ref_of(act, i, HX_R);
@@ -699,8 +701,7 @@ void hx_adamw(hx_graph_t g, hx_tensor_t param, hx_tensor_t grad, hx_tensor_t m, 
 void hx_embed_fwd_vp(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte_shard,
                      hx_tensor_t wpe, int T, int v0, int vocab_total, int add_pos)
 {
-    HX_ASSERT(wpe != NULL, "hx_embed_fwd_vp: wpe is a buffer of the task even without add_pos "
-              "(pass the replicated table)");
+    HX_ASSERT(wpe != NULL || !add_pos, "hx_embed_fwd_vp: add_pos without a wpe table");
     embed_emit(g, HX_OP_EMBED_FWD, out, tokens, wte_shard, wpe, add_pos != 0, T, v0,
                vocab_total);
 }

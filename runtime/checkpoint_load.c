@@ -102,6 +102,13 @@ static int check_header(const char *file, const struct hdr *h,
         { "num_micro_batches", g->num_micro_batches, 1, 1 << 20 },
         { "tile_seqs", g->tile_seqs, 0, 65536 },
         { "attn_block", g->attn_block, 0, 65536 },
+        { "normalization", g->normalization, HX_NORM_LAYERNORM, HX_NORM_RMSNORM },
+        { "swiglu", g->swiglu, 0, 1 },
+        { "ffn_hidden_size", g->ffn_hidden_size, 0, 1 << 20 },
+        { "position_embedding", g->position_embedding, HX_POS_LEARNED, HX_POS_ROPE },
+        { "num_query_groups", g->num_query_groups, 0, 1024 },
+        { "untie_embeddings", g->untie_embeddings, 0, 1 },
+        { "disable_bias", g->disable_bias, 0, 1 },
         { "decay_style", o->decay_style, HX_LR_COSINE, HX_LR_CONSTANT },
         { "warmup_iters", o->warmup_iters, 0, 1 << 30 },
         { "decay_iters", o->decay_iters, 0, 1 << 30 },
@@ -128,7 +135,8 @@ static int check_header(const char *file, const struct hdr *h,
     }
     /* compared as floats: the flags store (float) of a value checked in double */
     const struct { const char *name; float v, lo, hi; } floats[] = {
-        { "ln_eps", g->ln_eps, 0, 1 }, { "lr", o->lr, 0, 10 }, { "min_lr", o->min_lr, 0, 10 },
+        { "ln_eps", g->ln_eps, 0, 1 }, { "rotary_base", g->rotary_base, 0, 1e9f },
+        { "lr", o->lr, 0, 10 }, { "min_lr", o->min_lr, 0, 10 },
         { "beta1", o->beta1, 0, 0.999999f }, { "beta2", o->beta2, 0, 0.999999f },
         { "eps", o->eps, 1e-30f, 1 }, { "weight_decay", o->weight_decay, 0, 10 },
         { "clip_grad", o->clip_grad, 0, 1e6f },
@@ -141,8 +149,10 @@ static int check_header(const char *file, const struct hdr *h,
         }
     }
     long long rows = (long long)g->seq_len * g->micro_batch_size;
+    int groups = g->num_query_groups ? g->num_query_groups : g->num_heads;
     const char *rule = g->hidden_size % g->num_heads != 0 ? "hidden_size is not a multiple of "
                                                             "num_heads"
+                       : g->num_heads % groups != 0 ? "num_query_groups does not divide num_heads"
                        : g->seq_len > pos_rows(g) ? "seq_len exceeds max_seq_len"
                        : (long long)g->micro_batch_size * g->num_micro_batches > 1 << 20
                            ? "micro_batch_size x num_micro_batches exceeds 2^20 sequences"
@@ -338,7 +348,7 @@ static int verify(const char *path, struct hx_checkpoint_info *info, struct hdr 
 {
     struct in r;
     struct stat st;
-    unsigned char head[FIXED_HEADER] = { 0 };
+    unsigned char head[FIXED_HEADER_V2] = { 0 };
     uint32_t first;
     struct bad_value bad = { 0 };
     memset(info, 0, sizeof *info);
@@ -347,7 +357,7 @@ static int verify(const char *path, struct hx_checkpoint_info *info, struct hdr 
     if (ret != HX_OK) {
         return ret;
     }
-    size_t got = fread(head, 1, sizeof head, r.f);
+    size_t got = fread(head, 1, FIXED_HEADER, r.f);
     memcpy(&first, head, 4);
     if (fstat(fileno(r.f), &st) != 0) {
         ret = HX_ERR(HX_EIO, "cannot stat checkpoint '%s': %s", path, strerror(errno));
@@ -357,7 +367,7 @@ static int verify(const char *path, struct hx_checkpoint_info *info, struct hdr 
     } else if (memcmp(head, MAGIC, got < 8 ? got : 8) != 0) {
         ret = HX_ERR(HX_EFORMAT, "'%s' is not a helix checkpoint (bad magic); give a directory "
                      "written by --save or a ckpt-*.bin file in it", path);
-    } else if (got < sizeof head) {
+    } else if (got < FIXED_HEADER) {
         ret = HX_ERR(HX_EFORMAT, "'%s' is truncated: %zu bytes, shorter than the %d-byte header; "
                      "the save was interrupted, use the previous checkpoint", path, got,
                      FIXED_HEADER);
@@ -365,14 +375,19 @@ static int verify(const char *path, struct hx_checkpoint_info *info, struct hdr 
     if (ret != HX_OK) {
         goto out;
     }
-    r.hash = hx_ckpt_fnv1a(r.hash, head, sizeof head);
+    r.hash = hx_ckpt_fnv1a(r.hash, head, FIXED_HEADER);
     hx_ckpt_code_header(head, 1, h, &info->model, &info->optim, &info->state);
     uint64_t size = (uint64_t)h->header_bytes + h->payload_bytes + TRAILER;
-    if (h->version != CKPT_VERSION) {
+    uint32_t fixed = (uint32_t)hx_ckpt_fixed_header(h->version);
+    if (h->version < 1 || h->version > CKPT_VERSION) {
         ret = HX_ERR(HX_EFORMAT, "'%s' has checkpoint format version %u but this helix reads "
-                     "version %u; load it with the helix that wrote it", path, h->version,
+                     "versions 1 to %u; load it with the helix that wrote it", path, h->version,
                      CKPT_VERSION);
-    } else if (h->args_len >= sizeof info->args || h->header_bytes != FIXED_HEADER + h->args_len ||
+    } else if (fixed > FIXED_HEADER &&
+               fread(head + FIXED_HEADER, 1, fixed - FIXED_HEADER, r.f) != fixed - FIXED_HEADER) {
+        ret = HX_ERR(HX_EFORMAT, "'%s' is truncated inside its %u-byte header; the save was "
+                     "interrupted, use the previous checkpoint", path, fixed);
+    } else if (h->args_len >= sizeof info->args || h->header_bytes != fixed + h->args_len ||
                h->payload_bytes > (uint64_t)1 << 56) {
         ret = HX_ERR(HX_EFORMAT, "'%s' is corrupted: impossible header sizes (args %u, header "
                      "%u, payload %llu bytes); use the previous checkpoint", path, h->args_len,
@@ -382,6 +397,10 @@ static int verify(const char *path, struct hx_checkpoint_info *info, struct hdr 
                      "interrupted or the copy is incomplete, use the previous checkpoint", path,
                      (uint64_t)st.st_size < size ? "truncated" : "corrupted",
                      (long long)st.st_size, (unsigned long long)size);
+    }
+    if (ret == HX_OK && fixed > FIXED_HEADER) { /* format 2: the Llama settings */
+        r.hash = hx_ckpt_fnv1a(r.hash, head + FIXED_HEADER, fixed - FIXED_HEADER);
+        hx_ckpt_code_llama(head, 1, &info->model);
     }
     ret = ret == HX_OK ? check_header(path, h, info) : ret;
     ret = ret == HX_OK ? in_bytes(&r, info->args, h->args_len) : ret;
@@ -464,6 +483,17 @@ int hx_checkpoint_check_model(const char *path, const struct hx_checkpoint_info 
         { "--num-attention-heads", ck->num_heads, mo->num_heads },
         { "--max-position-embeddings", pos_rows(ck), pos_rows(mo) },
         { "--vocab-size", ck->vocab_size, mo->vocab_size },
+        /* the Llama settings (0 in a format-1 file: GPT-2's), defaults resolved */
+        { "--normalization (0: LayerNorm, 1: RMSNorm)", ck->normalization, mo->normalization },
+        { "--swiglu", ck->swiglu, mo->swiglu },
+        { "--ffn-hidden-size", ck->ffn_hidden_size ? ck->ffn_hidden_size : 4 * ck->hidden_size,
+          mo->ffn_hidden_size ? mo->ffn_hidden_size : 4 * mo->hidden_size },
+        { "--position-embedding-type (0: learned_absolute, 1: rope)", ck->position_embedding,
+          mo->position_embedding },
+        { "--num-query-groups", ck->num_query_groups ? ck->num_query_groups : ck->num_heads,
+          mo->num_query_groups ? mo->num_query_groups : mo->num_heads },
+        { "--untie-embeddings-and-output-weights", ck->untie_embeddings, mo->untie_embeddings },
+        { "--disable-bias-linear", ck->disable_bias, mo->disable_bias },
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         if (f[i].ck != f[i].mo) {
@@ -477,6 +507,13 @@ int hx_checkpoint_check_model(const char *path, const struct hx_checkpoint_info 
         return HX_ERR(HX_EINVAL, "checkpoint '%s' has LayerNorm epsilon %g but the model has %g "
                       "(helix train builds 1e-05); build the model with epsilon %g", path,
                       (double)e1, (double)e2, (double)e1);
+    }
+    float b1 = ck->rotary_base ? ck->rotary_base : 10000.0f;
+    float b2 = mo->rotary_base ? mo->rotary_base : 10000.0f;
+    if (ck->position_embedding == HX_POS_ROPE && b1 != b2) {
+        return HX_ERR(HX_EINVAL, "checkpoint '%s' has --rotary-base %g but the model has %g; "
+                      "build the model with --rotary-base %g", path, (double)b1, (double)b2,
+                      (double)b1);
     }
     int n = hx_ckpt_layout(ck, 0, NULL), np = hx_gpt_num_param_tensors(m);
     for (int i = 0; i < n || i < np; i++) {

@@ -120,9 +120,10 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
     if (img == NULL && whole) {
         return HX_OK; /* nothing to gather */
     }
-    struct hdr h = { .version = CKPT_VERSION, .ntensors = (uint32_t)nt,
+    struct hdr h = { .version = hx_ckpt_version_for(&info->model), .ntensors = (uint32_t)nt,
                      .args_len = (uint32_t)strlen(info->args) };
-    h.header_bytes = FIXED_HEADER + h.args_len;
+    int fixed = hx_ckpt_fixed_header(h.version);
+    h.header_bytes = (uint32_t)fixed + h.args_len;
     size_t largest = 0;
     for (int i = 0; i < nt; i++) {
         int rows, cols;
@@ -152,7 +153,10 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
         struct hx_checkpoint_info copy = *info; /* code_header takes the fields by pointer */
         memcpy(p, MAGIC, 8);
         hx_ckpt_code_header(p, 0, &h, &copy.model, &copy.optim, &copy.state);
-        memcpy(p + FIXED_HEADER, info->args, h.args_len);
+        if (h.version >= 2) {
+            hx_ckpt_code_llama(p, 0, &copy.model);
+        }
+        memcpy(p + fixed, info->args, h.args_len);
         img->segs[img->nsegs++] = (struct hx_ckpt_seg){ p, h.header_bytes };
         p += h.header_bytes;
     }

@@ -4,9 +4,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "helix/error.h"
+#include "helix/gpt.h"
+#include "helix/model.h"
 #include "runtime/ckpt_format.h"
 
 uint64_t hx_ckpt_fnv1a(uint64_t h, const void *p, size_t n)
@@ -42,33 +45,42 @@ void hx_ckpt_code_header(unsigned char *p, int decode, struct hdr *h, struct hx_
     HX_ASSERT(at == FIXED_HEADER, "header is %zu bytes, expected %d", at, FIXED_HEADER);
 }
 
+void hx_ckpt_code_llama(unsigned char *p, int decode, struct hx_gpt_config *g)
+{
+    void *f[] = { &g->normalization, &g->swiglu, &g->ffn_hidden_size, &g->position_embedding,
+                  &g->rotary_base, &g->num_query_groups, &g->untie_embeddings,
+                  &g->disable_bias };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        unsigned char *at = p + FIXED_HEADER + 4 * i;
+        memcpy(decode ? f[i] : at, decode ? at : f[i], 4);
+    }
+}
+
+uint32_t hx_ckpt_version_for(const struct hx_gpt_config *g)
+{
+    return hx_gpt_is_gpt2(g) ? 1u : 2u;
+}
+
+int hx_ckpt_fixed_header(uint32_t version)
+{
+    return version >= 2 ? FIXED_HEADER_V2 : FIXED_HEADER;
+}
+
 int hx_ckpt_layout(const struct hx_gpt_config *c, int i, struct rec *r)
 {
-    /* per-layer kinds, shapes in units of C (0 rows: a (1, cols) vector) */
-    static const char *const kind[12] = { "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",
-                                          "proj_b", "ln2_w", "ln2_b", "fc_w", "fc_b",
-                                          "fcproj_w", "fcproj_b" };
-    static const int rows[12] = { 0, 0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0 };
-    static const int cols[12] = { 1, 1, 1, 3, 1, 1, 1, 1, 1, 4, 4, 1 };
-    int L = c->num_layers, C = c->hidden_size, n = 2 + 12 * L + 2;
+    int n = hx_gpt_param_table(c, NULL);
     if (r == NULL) {
         return n;
     }
     memset(r, 0, sizeof *r);
-    if (i < 2) {
-        snprintf(r->name, sizeof r->name, "%s", i == 0 ? "wte" : "wpe");
-        r->rows = i == 0 ? c->vocab_size : c->max_seq_len ? c->max_seq_len : c->seq_len;
-        r->cols = C;
-    } else if (i >= n - 2) {
-        snprintf(r->name, sizeof r->name, "%s", i == n - 2 ? "lnf_w" : "lnf_b");
-        r->rows = 1;
-        r->cols = C;
-    } else {
-        int k = (i - 2) % 12;
-        snprintf(r->name, sizeof r->name, "h%d.%s", (i - 2) / 12, kind[k]);
-        r->rows = rows[k] ? rows[k] * C : 1;
-        r->cols = cols[k] * C;
-    }
+    struct hx_param_spec *s = malloc(sizeof *s * (size_t)n);
+    HX_ASSERT(s != NULL, "out of memory (%d parameter specs)", n);
+    hx_gpt_param_table(c, s);
+    HX_ASSERT(i >= 0 && i < n, "record %d of %d", i, n);
+    snprintf(r->name, sizeof r->name, "%s", s[i].name);
+    r->rows = s[i].rows;
+    r->cols = s[i].cols;
+    free(s);
     return n;
 }
 

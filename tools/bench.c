@@ -221,7 +221,7 @@ static int run_parity_child(int workers)
     struct parity_result r;
     if (ret == HX_OK) {
         hx_gpt_init_params(m, 7);
-        snprintf(script, sizeof script, "%s/tests/reference/gpt_ref.py", HX_ABS_SRCDIR);
+        snprintf(script, sizeof script, "%s/tests/reference", HX_ABS_SRCDIR);
         ret = parity_run(m, &o, 10, tok, tgt, "/usr/bin/python3", script, dir, &r);
     }
     if (ret == HX_OK) {

@@ -93,6 +93,12 @@ static void compare(hx_gpt_t m, const struct trace *a, const struct trace *b, in
     }
 }
 
+int parity_is_llama(const struct hx_gpt_config *c)
+{
+    return c->normalization == HX_NORM_RMSNORM && c->swiglu &&
+           c->position_embedding == HX_POS_ROPE && c->untie_embeddings && c->disable_bias;
+}
+
 static int write_input(const char *path, hx_gpt_t m, const struct hx_optim_config *o,
                        const float *init, size_t nparam, const int32_t *tokens,
                        const int32_t *targets, size_t ntok, int steps)
@@ -102,11 +108,18 @@ static int write_input(const char *path, hx_gpt_t m, const struct hx_optim_confi
     if (f == NULL) {
         return -1;
     }
-    int32_t h[32] = { 20261122, 1, c->vocab_size, c->max_seq_len, c->num_layers, c->num_heads,
-                      c->hidden_size, c->seq_len, c->micro_batch_size, c->num_micro_batches,
-                      steps, o->warmup_iters, o->decay_iters };
+    /* version 1: GPT-2 (gpt_ref.py); version 2 adds Llama's key/value heads, MLP width and
+     * RoPE base (llama_ref.py) */
+    int llama = parity_is_llama(c);
+    int32_t h[32] = { 20261122, llama ? 2 : 1, c->vocab_size, c->max_seq_len, c->num_layers,
+                      c->num_heads, c->hidden_size, c->seq_len, c->micro_batch_size,
+                      c->num_micro_batches, steps, o->warmup_iters, o->decay_iters,
+                      !llama ? 0 : c->num_query_groups ? c->num_query_groups : c->num_heads,
+                      !llama ? 0 : c->ffn_hidden_size ? c->ffn_hidden_size
+                                                      : 4 * c->hidden_size };
     float hf[16] = { o->lr, o->min_lr, o->beta1, o->beta2, o->eps, o->weight_decay,
-                     o->clip_grad, c->ln_eps };
+                     o->clip_grad, c->ln_eps,
+                     !llama ? 0.0f : c->rotary_base != 0 ? c->rotary_base : 10000.0f };
     fwrite(h, sizeof h, 1, f);
     fwrite(hf, sizeof hf, 1, f);
     fwrite(init, sizeof(float), nparam, f);
@@ -204,10 +217,18 @@ static int helix_other_order(hx_gpt_t m, const struct hx_optim_config *o, int st
 }
 
 int parity_run(hx_gpt_t m, const struct hx_optim_config *o, int steps, const int32_t *tokens,
-               const int32_t *targets, const char *python, const char *script, const char *dir,
+               const int32_t *targets, const char *python, const char *refdir, const char *dir,
                struct parity_result *r)
 {
     const struct hx_gpt_config *c = hx_gpt_config_of(m);
+    if (!parity_is_llama(c) && !hx_gpt_is_gpt2(c)) {
+        return HX_ERR(HX_EINVAL, "parity: the PyTorch references are GPT-2's (gpt_ref.py) and "
+                      "Llama-3's (llama_ref.py: RMSNorm, SwiGLU, RoPE, untied, no biases); "
+                      "this mix of the Llama switches has neither");
+    }
+    char script[512];
+    snprintf(script, sizeof script, "%s/%s", refdir,
+             parity_is_llama(c) ? "llama_ref.py" : "gpt_ref.py");
     size_t ntok = (size_t)c->seq_len * c->micro_batch_size * c->num_micro_batches;
     size_t nparam = hx_gpt_num_params(m);
     char in[512], out[512], cmd[2048];

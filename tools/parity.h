@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* tools/parity.h: helix against the independent PyTorch model (tests/reference/gpt_ref.py) on
- * one configuration: the same initial parameters and batches go to both, and the step-0 loss,
+/* tools/parity.h: helix against an independent PyTorch model (tests/reference/gpt_ref.py for
+ * GPT-2, llama_ref.py for the Llama settings) on one configuration: the same initial parameters and batches go to both, and the step-0 loss,
  * gradient norm and every gradient, the losses and gradient norms of `steps` AdamW steps, and
  * the final parameters are compared.  Each difference is judged by the tolerance rule of every
  * parity test (tests/README.md, "Parity tolerances"): the envelope E is the difference between
@@ -49,12 +49,16 @@ const char *parity_metric_name(enum parity_metric k);
 /**
  * Run both on model @p m (realized, initialised, built with @p o) for @p steps steps of
  * @p tokens / @p targets (steps x M*B*T each), and helix once more on a copy of @p m in the
- * second summation order; @p dir holds the exchange files.
- * @return HX_OK (whether the rule passed: r->worst_ratio <= 1), or HX_ERUNTIME when the
- *         reference could not run, or a helix error (message printed).
+ * second summation order; @p dir holds the exchange files.  @p refdir is tests/reference:
+ * the model's architecture picks gpt_ref.py or llama_ref.py there.
+ * @return HX_OK (whether the rule passed: r->worst_ratio <= 1), HX_EINVAL for an
+ *         architecture neither reference has, or HX_ERUNTIME when the reference could not
+ *         run, or a helix error (message printed).
  */
 int parity_run(hx_gpt_t m, const struct hx_optim_config *o, int steps, const int32_t *tokens,
-               const int32_t *targets, const char *python, const char *script, const char *dir,
+               const int32_t *targets, const char *python, const char *refdir, const char *dir,
                struct parity_result *r);
+/** 1 when @p c is Llama-3's architecture (every Llama switch of helix/gpt.h on) */
+int parity_is_llama(const struct hx_gpt_config *c);
 
 #endif /* HX_PARITY_H */

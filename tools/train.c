@@ -371,6 +371,18 @@ static void print_header(const struct run *r, const struct hx_gpt_config *c,
            hx_runtime_workers(), hx_runtime_sched_name(), peak,
            r->in.all.source, r->in.train.ntokens, r->in.val.ntokens,
            a->load ? "; resuming from " : "", a->load ? a->load : "");
+    const struct hx_gpt_config *mc = hx_gpt_config_of(r->model);
+    if (!hx_gpt_is_gpt2(mc)) { /* what the Llama settings made of the layers */
+        printf("model: %s, %s MLP of %d, %s, %d key/value heads for %d query heads, %s "
+               "output layer, %s\n",
+               mc->normalization == HX_NORM_RMSNORM ? "RMSNorm" : "LayerNorm",
+               mc->swiglu ? "SwiGLU" : "GELU",
+               mc->ffn_hidden_size ? mc->ffn_hidden_size : 4 * mc->hidden_size,
+               mc->position_embedding == HX_POS_ROPE ? "rotary positions" : "learned positions",
+               mc->num_query_groups ? mc->num_query_groups : mc->num_heads, mc->num_heads,
+               mc->untie_embeddings ? "untied" : "tied",
+               mc->disable_bias ? "no biases" : "biases");
+    }
     if (hx_runtime_opencl_workers() + hx_runtime_cuda_workers() > 0) {
         printf("devices: %d OpenCL and %d CUDA workers beside the CPU ones; compute tasks "
                "on %s\n", hx_runtime_opencl_workers(), hx_runtime_cuda_workers(),

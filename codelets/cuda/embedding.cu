@@ -18,7 +18,8 @@ static int tokens_ready(void *buffers[], int i, const struct hx_embed_args *a, c
     return ok ? 0 : -1;
 }
 
-/* buffers: tokens, wte, wpe, out.  A thread per output element. */
+/* buffers: tokens, wte, wpe, out (wpe absent with no_pos: the kernel then gets wte in its
+ * place, never read).  A thread per output element. */
 extern "C" void hx_embed_fwd_cuda(void *buffers[], void *cl_arg)
 {
     const struct hx_embed_args *a = &((const struct hx_node *)cl_arg)->args.emb;
@@ -29,10 +30,11 @@ extern "C" void hx_embed_fwd_cuda(void *buffers[], void *cl_arg)
     if (tokens_ready(buffers, 0, a, "embed_fwd") != 0) {
         return;
     }
+    int out = HX_EMBED_FWD_OUT(a);
     hx_embed_fwd<<<hx_cuda_blocks((long)a->rows * a->C), HX_BLOCK, 0, hx_cuda_stream()>>>(
-        HX_CU_F32(buffers, 3), 0, HX_CU_LD(buffers, 3), HX_CU_I32(buffers, 0), 0,
-        HX_CU_F32(buffers, 1), 0, a->v0, a->V, HX_CU_F32(buffers, 2), 0, !a->no_pos, a->rows,
-        a->T, a->C);
+        HX_CU_F32(buffers, out), 0, HX_CU_LD(buffers, out), HX_CU_I32(buffers, 0), 0,
+        HX_CU_F32(buffers, 1), 0, a->v0, a->V, HX_CU_F32(buffers, a->no_pos ? 1 : 2), 0,
+        !a->no_pos, a->rows, a->T, a->C);
     HX_CUDA_CHECK("embed_fwd", "hx_embed_fwd");
 }
 

@@ -23,8 +23,8 @@ static int tokens_ready(void *buffers[], int i, const struct hx_embed_args *a, c
     return ok ? 0 : -1;
 }
 
-/* buffers: tokens, wte, wpe, out (wpe is a buffer with no_pos too, just not read).  An item
- * per output element. */
+/* buffers: tokens, wte, wpe, out (wpe absent with no_pos: the kernel then gets wte in its
+ * place, never read).  An item per output element. */
 void hx_embed_fwd_opencl(void *buffers[], void *cl_arg)
 {
     const struct hx_node *node = cl_arg;
@@ -37,16 +37,17 @@ void hx_embed_fwd_opencl(void *buffers[], void *cl_arg)
     if (tokens_ready(buffers, 0, a, "embed_fwd") != 0) {
         return;
     }
-    cl_int ld = HX_BUF_LD(buffers, 3), v0 = a->v0, V = a->V, has_pos = !a->no_pos;
+    int out = HX_EMBED_FWD_OUT(a);
+    cl_int ld = HX_BUF_LD(buffers, out), v0 = a->v0, V = a->V, has_pos = !a->no_pos;
     cl_int N = a->rows, T = a->T, C = a->C;
     if (hx_ocl_begin(&l, "embed_fwd", "hx_embed_fwd") == 0) {
-        hx_ocl_buf(&l, buffers, 3);
+        hx_ocl_buf(&l, buffers, out);
         HX_OCL_VAL(&l, ld);
         hx_ocl_buf(&l, buffers, 0);
         hx_ocl_buf(&l, buffers, 1);
         HX_OCL_VAL(&l, v0);
         HX_OCL_VAL(&l, V);
-        hx_ocl_buf(&l, buffers, 2);
+        hx_ocl_buf(&l, buffers, has_pos ? 2 : 1);
         HX_OCL_VAL(&l, has_pos);
         HX_OCL_VAL(&l, N);
         HX_OCL_VAL(&l, T);

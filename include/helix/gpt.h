@@ -13,6 +13,10 @@
  *   wte (V,C), wpe (maxT,C), then per layer ln1_w, ln1_b (1,C), qkv_w (3C,C), qkv_b (1,3C),
  *   proj_w (C,C), proj_b (1,C), ln2_w, ln2_b (1,C), fc_w (4C,C), fc_b (1,4C),
  *   fcproj_w (C,4C), fcproj_b (1,C); then lnf_w, lnf_b (1,C).
+ * The Llama settings (struct hx_gpt_config, Megatron's flags) keep this order and drop or
+ * reshape some (graphs/gpt_spec.c): no wpe with RoPE, no norm shifts with RMSNorm, no biases
+ * with --disable-bias-linear, qkv_w (C + 2 G hs, C) with G key/value heads, fc_w (2F, C)
+ * with SwiGLU and fcproj_w (C, F), and head_w (V,C) last when the output layer is untied.
  */
 #ifndef HELIX_GPT_H
 #define HELIX_GPT_H
@@ -38,8 +42,24 @@ struct hx_gpt_config {
     int num_micro_batches; /**< M micro-batches accumulated per step */
     int tile_seqs;         /**< sequences per row tile; 0 = auto (<= 1024 rows, >= 2 tiles) */
     int attn_block;        /**< attention query/key block; 0 = 64 */
-    float ln_eps;          /**< LayerNorm epsilon; 0 = 1e-5 */
+    float ln_eps;          /**< LayerNorm (or RMSNorm) epsilon; 0 = 1e-5 */
+    /* The Llama family as Megatron-LM builds it: its GPT model with these switches (the
+     * flags of the same names; all 0 is GPT-2).  Llama-3: RMSNorm, SwiGLU, RoPE, grouped-
+     * query attention, an untied output layer, no biases. */
+    int normalization;     /**< enum hx_normalization */
+    int swiglu;            /**< 1: the MLP is fcproj(silu(gate) * up), fc = [gate | up] */
+    int ffn_hidden_size;   /**< F, the MLP's inner width; 0 = 4C */
+    int position_embedding; /**< enum hx_position_embedding */
+    float rotary_base;     /**< RoPE's base; 0 = 10000 (Llama-3: 500000) */
+    int num_query_groups;  /**< key/value heads of grouped-query attention; 0 = num_heads */
+    int untie_embeddings;  /**< 1: an output layer (V,C) of its own, not wte */
+    int disable_bias;      /**< 1: no biases in the linear layers (--disable-bias-linear) */
 };
+
+/** --normalization */
+enum hx_normalization { HX_NORM_LAYERNORM = 0, HX_NORM_RMSNORM = 1 };
+/** --position-embedding-type */
+enum hx_position_embedding { HX_POS_LEARNED = 0, HX_POS_ROPE = 1 };
 
 /** Learning-rate decay after warmup (Megatron's --lr-decay-style). */
 enum hx_lr_decay { HX_LR_COSINE = 0, HX_LR_LINEAR = 1, HX_LR_CONSTANT = 2 };
@@ -56,6 +76,10 @@ struct hx_optim_config {
 
 /** Megatron-style defaults: lr 6e-4, min_lr 6e-5, betas 0.9/0.95, eps 1e-8, wd 0.1, clip 1. */
 void hx_optim_config_default(struct hx_optim_config *o, int train_iters);
+
+/** 1 when no Llama setting is on: GPT-2's architecture (F = 4C and as many key/value heads
+ *  as heads, given or left 0). */
+int hx_gpt_is_gpt2(const struct hx_gpt_config *c);
 
 /** Check a configuration; on error prints what is wrong and how to fix it. */
 int hx_gpt_config_check(const struct hx_gpt_config *c);
@@ -162,6 +186,13 @@ int hx_gpt_build_parallel(hx_gpt_t *m, const struct hx_gpt_config *c,
  */
 int hx_gpt_build(hx_gpt_t *m, const struct hx_gpt_config *c, const struct hx_optim_config *o);
 void hx_gpt_destroy(hx_gpt_t m);
+
+/** The parameters of a model of configuration @p c in the order above, as the parallel
+ *  passes see them (helix/model.h): fills @p s unless NULL and returns their number.  A pure
+ *  function of the configuration, so a checkpoint's header can be checked against its
+ *  records before any model exists. */
+struct hx_param_spec;
+int hx_gpt_param_table(const struct hx_gpt_config *c, struct hx_param_spec *s);
 
 /** The step graph (read-only use: planners, DOT export, tests). */
 hx_graph_t hx_gpt_graph(hx_gpt_t m);

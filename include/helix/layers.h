@@ -136,8 +136,9 @@ void hx_adamw(hx_graph_t g, hx_tensor_t param, hx_tensor_t grad, hx_tensor_t m, 
 
 /** out = (v0 <= token < v0+Vl ? wte_shard[token - v0] : 0) [+ wpe[position] when add_pos]:
  *  with add_pos on exactly one shard, the sum over shards is hx_embed_fwd's out, bit for
- *  bit.  wte_shard (Vl,C); wpe is a buffer even without add_pos (replicated, not read).
- *  A token outside [0, vocab_total) is reported when the task runs. */
+ *  bit.  wte_shard (Vl,C); wpe (replicated) is not read without add_pos and may be NULL
+ *  (a model with rotary positions has none).  With v0 = 0 and the whole table it is the
+ *  plain lookup.  A token outside [0, vocab_total) is reported when the task runs. */
 void hx_embed_fwd_vp(hx_graph_t g, hx_tensor_t out, hx_tensor_t tokens, hx_tensor_t wte_shard,
                      hx_tensor_t wpe, int T, int v0, int vocab_total, int add_pos);
 /** dwte_shard[token - v0] += dout for the shard's tokens; dwpe[position] += dout unless

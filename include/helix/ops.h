@@ -64,7 +64,7 @@ enum hx_op {
      * buffers: logits (N,V) RW, targets R, losses (N,1) W, lse (N,1) W */
     HX_OP_XENT_FUSED,
     /* out[r] = wte[token[r]] + wpe[pos0 + r mod T].  buffers: tokens (N,1) i32 R, wte (V,C) R,
-     * wpe (maxT,C) R, out (N,C) W */
+     * wpe (maxT,C) R (absent with no_pos), out (N,C) W */
     HX_OP_EMBED_FWD,
     /* dwte[token[r]] += dout[r], dwpe[r mod T] += dout[r], rows in order.
      * buffers: dout R, tokens R, dwte RW, dwpe RW (absent with no_pos) */

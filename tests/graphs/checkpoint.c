@@ -221,7 +221,7 @@ static void damaged_files(void)
         { "truncated inside the header", "truncated", HX_EFORMAT },
         { "one flipped byte in the middle", "corrupted", HX_EFORMAT },
         { "bad magic", "not a helix checkpoint", HX_EFORMAT },
-        { "format version 2", "version 2", HX_EFORMAT },
+        { "format version 3", "version 3", HX_EFORMAT },
         { "an llm.c checkpoint", "llm.c", HX_EFORMAT },
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
@@ -232,7 +232,7 @@ static void damaged_files(void)
         case 1: len = 100; break;
         case 2: v[n / 2] ^= 0x01; break;
         case 3: memcpy(v, "GARBAGE!", 8); break;
-        case 4: v[8] = 2; break;
+        case 4: v[8] = 3; break;
         case 5: memcpy(v, llmc, sizeof llmc); len = sizeof llmc; break;
         }
         snprintf(path, sizeof path, "%s/case%d.bin", root, i);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/graphs/torch_parity.c: whole-model parity with an independent PyTorch implementation
- * (tests/reference/gpt_ref.py under Debian's /usr/bin/python3).  Two configurations: the
- * small one of the issue (L=2, C=64, NH=4, T=32, V=256, 4 sequences as 2 micro-batches of 2,
- * so gradient accumulation is covered) and an odd one (T=17, C=96, NH=3, V=257).  Checked:
+ * (tests/reference/gpt_ref.py, and llama_ref.py for the Llama settings, under Debian's
+ * /usr/bin/python3).  Three configurations: the small one of the issue (L=2, C=64, NH=4,
+ * T=32, V=256, 4 sequences as 2 micro-batches of 2, so gradient accumulation is covered), an
+ * odd one (T=17, C=96, NH=3, V=257), and Llama at odd shapes (T=17, C=96, 6 heads in 2
+ * key/value groups, FFN 256, V=257).  Checked:
  * the step-0 loss, global norm and every parameter gradient, the losses and gradient norms of
  * 10 AdamW steps with warmup, cosine decay and clipping active, and the final parameters
  * (through their updates), each by the tolerance rule of every parity test (tests/README.md,
@@ -84,7 +86,7 @@ static void run_case(const struct case_cfg *k, const char *dir)
     }
     char script[1024];
     const char *src = getenv("HX_SRCDIR");
-    snprintf(script, sizeof script, "%s/tests/reference/gpt_ref.py", src ? src : "..");
+    snprintf(script, sizeof script, "%s/tests/reference", src ? src : "..");
     struct parity_result r;
     int ret = parity_run(m, &o, STEPS, tokens, targets, torch_python(), script, dir, &r);
     tap_ok(ret == HX_OK, "%s: helix, the PyTorch reference and helix with another row-tile "
@@ -120,6 +122,13 @@ int main(void)
         { "odd", { .vocab_size = 257, .max_seq_len = 20, .num_layers = 2, .num_heads = 3,
                    .hidden_size = 96, .seq_len = 17, .micro_batch_size = 3,
                    .num_micro_batches = 1, .attn_block = 8 } },
+        /* Llama-3's architecture (tests/reference/llama_ref.py) at the issue's odd shapes:
+         * 6 heads of 16 in 2 key/value groups, SwiGLU of 256, RoPE over 17 positions */
+        { "llama-odd", { .vocab_size = 257, .num_layers = 2, .num_heads = 6, .hidden_size = 96,
+                         .seq_len = 17, .micro_batch_size = 3, .num_micro_batches = 2,
+                         .attn_block = 8, .normalization = HX_NORM_RMSNORM, .swiglu = 1,
+                         .ffn_hidden_size = 256, .position_embedding = HX_POS_ROPE,
+                         .num_query_groups = 2, .untie_embeddings = 1, .disable_bias = 1 } },
     };
     int ncases = (int)(sizeof cases / sizeof cases[0]);
     tap_plan(6 * ncases);
