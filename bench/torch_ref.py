@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: MIT
 """PyTorch CPU baseline for `helix bench --compare torch` (see bench/README.md).
 
-Trains GPT-2 (pre-LN, tanh GELU, tied LM head; the model of tests/reference/gpt_ref.py)
-written for speed the way a PyTorch user would, and prints one JSON line on stdout:
+Trains GPT-2 (pre-LN, tanh GELU, tied LM head; the model of tests/reference/gpt_ref.py),
+or with --llama a Llama (RMSNorm, rotary embeddings, grouped-query attention over --groups
+key/value heads, SwiGLU of --ffn, untied output layer, no biases; the model of
+tests/reference/llama_ref.py), written for speed the way a PyTorch user would, and prints
+one JSON line on stdout:
   /usr/bin/python3 bench/torch_ref.py --vocab V --hidden C --layers L --heads NH
       --batch B --seq T --steps N --warmup W --threads K [--seed S] [--lr LR] [--max-pos P]
+      [--llama --groups G --ffn F]
 W untimed warm-up steps, then N timed steps.  Logs go to stderr.  Exit 2 on bad arguments
 or a missing environment setting (one line on stderr).
 """
@@ -60,7 +64,13 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--lr", type=float, default=6e-4)
     p.add_argument("--max-pos", type=int, default=0, help="wpe rows (0: --seq)")
+    p.add_argument("--llama", action="store_true", help="the Llama architecture")
+    p.add_argument("--groups", type=int, default=0, help="key/value heads (--llama)")
+    p.add_argument("--ffn", type=int, default=0, help="SwiGLU width (--llama)")
     a = p.parse_args(argv)
+    if a.llama and (a.groups <= 0 or a.heads % a.groups != 0 or a.ffn <= 0 or
+                    (a.hidden // a.heads) % 2 != 0):
+        fail("--llama needs --groups dividing --heads, a positive --ffn and an even head size")
     for name in ("vocab", "hidden", "layers", "heads", "batch", "seq", "steps", "threads"):
         if getattr(a, name) <= 0:
             fail("--%s must be a positive integer, got %d" % (name, getattr(a, name)))
@@ -147,19 +157,94 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, C, eps=1e-5):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate(x, cos, sin):                                         # (B,H,T,hs), rotate-half
+    h = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., h:], x[..., :h]), dim=-1) * sin
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, C, NH, G, Fh, T):
+        super().__init__()
+        self.NH, self.G, self.Fh = NH, G, Fh
+        hs = C // NH
+        self.ln1, self.ln2 = RMSNorm(C), RMSNorm(C)
+        self.qkv = nn.Linear(C, C + 2 * G * hs, bias=False)     # -> [q | k | v]
+        self.proj = nn.Linear(C, C, bias=False)
+        self.fc = nn.Linear(C, 2 * Fh, bias=False)                # -> [gate | up]
+        self.fcproj = nn.Linear(Fh, C, bias=False)
+        self.register_buffer("future", ~torch.tril(torch.ones(T, T, dtype=torch.bool))
+                             .view(1, 1, T, T), persistent=False)
+
+    def forward(self, x, cos, sin):                              # x (B,T,C)
+        B, T, C = x.shape
+        NH, G = self.NH, self.G
+        hs = C // NH
+        q, k, v = self.qkv(self.ln1(x)).split([C, G * hs, G * hs], dim=2)
+        q = rotate(q.view(B, T, NH, hs).transpose(1, 2), cos, sin)  # (B,NH,T,hs)
+        k = rotate(k.view(B, T, G, hs).transpose(1, 2), cos, sin)   # (B,G,T,hs)
+        v = v.view(B, T, G, hs).transpose(1, 2)
+        k = k.repeat_interleave(NH // G, dim=1)                   # query head h: kv h // (NH/G)
+        v = v.repeat_interleave(NH // G, dim=1)
+        att = (q * (1.0 / math.sqrt(hs))) @ k.transpose(-2, -1)
+        att = att.masked_fill_(self.future[:, :, :T, :T], float("-inf")).softmax(dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+        gate, up = self.fc(self.ln2(x)).split(self.Fh, dim=2)
+        return x + self.fcproj(F.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    def __init__(self, V, C, L, NH, G, Fh, T, base=10000.0):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.blocks = nn.ModuleList(LlamaBlock(C, NH, G, Fh, T) for _ in range(L))
+        self.lnf = RMSNorm(C)
+        self.head = nn.Linear(C, V, bias=False)                   # untied
+        hs = C // NH
+        inv_freq = 1.0 / (base ** (torch.arange(0, hs, 2, dtype=torch.float32) / hs))
+        ang = torch.arange(T, dtype=torch.float32)[:, None] * inv_freq[None, :]
+        ang = torch.cat((ang, ang), dim=-1)                         # (T, hs)
+        self.register_buffer("cos", ang.cos(), persistent=False)
+        self.register_buffer("sin", ang.sin(), persistent=False)
+        for name, p in self.named_parameters():                  # Megatron's initialisation
+            if p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * L) if name.endswith("proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
+
+    def forward(self, idx, targets):
+        T = idx.shape[1]
+        x = self.wte(idx)
+        cos, sin = self.cos[:T], self.sin[:T]
+        for blk in self.blocks:
+            x = blk(x, cos, sin)
+        logits = self.head(self.lnf(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 def main(a):
     torch.set_num_threads(a.threads)
     blas = set_blas_threads(a.threads)
     torch.manual_seed(a.seed)
     V, C, L, NH, B, T = a.vocab, a.hidden, a.layers, a.heads, a.batch, a.seq
-    model = GPT(V, C, L, NH, a.max_pos)
+    if a.llama:
+        model = Llama(V, C, L, NH, a.groups, a.ffn, a.max_pos)
+    else:
+        model = GPT(V, C, L, NH, a.max_pos)
     params = list(model.parameters())                            # tied wte listed once
     decay = [p for p in params if p.dim() == 2]                  # 2-D weights (wte, wpe, W)
-    other = [p for p in params if p.dim() != 2]                  # biases, LayerNorm
+    other = [p for p in params if p.dim() != 2]                  # biases, norms
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": other, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.95), eps=1e-8, foreach=True)
-    n_params = sum(p.numel() for p in params) - model.wpe.weight.numel()   # N'
+    n_params = sum(p.numel() for p in params) - (0 if a.llama else model.wpe.weight.numel())
     flops = (6 * n_params + 12 * L * C * T) * B * T
     print("%s: torch %s, %d threads, BLAS %s, N'=%d, %.3f GFLOP/step"
           % (PROG, torch.__version__, a.threads, blas, n_params, flops / 1e9), file=sys.stderr)

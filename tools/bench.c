@@ -6,7 +6,9 @@
  * parameters without the position embedding, the tied embedding counted once.  The sgemm
  * peak (OpenBLAS, one thread per worker, n = 2048) is measured in the same invocation.
  * --compare torch runs bench/torch_ref.py (Debian's python3-torch, with the two settings
- * PyTorch needs to be at its best) alternately with helix, round after round. */
+ * PyTorch needs to be at its best) alternately with helix, round after round.  Configuration
+ * L is the Llama architecture (--model llama), against torch_ref.py --llama, with its own
+ * parity check (tests/reference/llama_ref.py). */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <errno.h>
@@ -25,13 +27,31 @@
 struct bench_cfg {
     const char *name;
     int V, C, L, NH, B, T;
+    int G, F;            /* Llama (--model llama): key/value heads, MLP width; 0: GPT-2 */
 };
 
 static const struct bench_cfg configs[] = {
-    { "A", 50257, 768, 12, 12, 4, 64 },  /* GPT-2 124M */
-    { "B", 256, 256, 4, 4, 8, 128 },
-    { "C", 256, 512, 6, 8, 8, 256 },
+    { "A", 50257, 768, 12, 12, 4, 64, 0, 0 },  /* GPT-2 124M */
+    { "B", 256, 256, 4, 4, 8, 128, 0, 0 },
+    { "C", 256, 512, 6, 8, 8, 256, 0, 0 },
+    /* llama-tiny's architecture scaled to C's size (a step of about a second here): 8 heads
+     * in 2 key/value groups, SwiGLU of 3C */
+    { "L", 256, 512, 6, 8, 8, 256, 2, 1536 },
 };
+
+/* The model of a configuration (one micro-batch of B sequences) */
+static struct hx_gpt_config model_of(const struct bench_cfg *bc)
+{
+    struct hx_gpt_config c = { .vocab_size = bc->V, .num_layers = bc->L, .num_heads = bc->NH,
+                               .hidden_size = bc->C, .seq_len = bc->T,
+                               .micro_batch_size = bc->B, .num_micro_batches = 1 };
+    if (bc->G > 0) {
+        c.normalization = HX_NORM_RMSNORM, c.swiglu = 1, c.position_embedding = HX_POS_ROPE;
+        c.untie_embeddings = 1, c.disable_bias = 1;
+        c.num_query_groups = bc->G, c.ffn_hidden_size = bc->F;
+    }
+    return c;
+}
 
 static const struct bench_cfg *find_cfg(const char *name)
 {
@@ -62,9 +82,20 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* N' is every parameter of the model's table but wpe (GPT-2: V C + L (12 C^2 + 13 C) + 2 C) */
 static double flops_per_step(const struct bench_cfg *c)
 {
-    double nprime = (double)c->V * c->C + c->L * (12.0 * c->C * c->C + 13.0 * c->C) + 2.0 * c->C;
+    struct hx_gpt_config m = model_of(c);
+    int n = hx_gpt_param_table(&m, NULL);
+    struct hx_param_spec *s = malloc(sizeof *s * (size_t)n);
+    double nprime = 0;
+    if (s != NULL) {
+        hx_gpt_param_table(&m, s);
+        for (int i = 0; i < n; i++) {
+            nprime += strcmp(s[i].name, "wpe") != 0 ? (double)s[i].rows * s[i].cols : 0.0;
+        }
+    }
+    free(s);
     return (6.0 * nprime + 12.0 * c->L * c->C * c->T) * c->B * c->T;
 }
 
@@ -100,9 +131,7 @@ static double sgemm_peak(int threads)
 
 static int run_child(const struct bench_cfg *bc, int steps, int warmup, int workers)
 {
-    struct hx_gpt_config c = { .vocab_size = bc->V, .num_layers = bc->L, .num_heads = bc->NH,
-                               .hidden_size = bc->C, .seq_len = bc->T,
-                               .micro_batch_size = bc->B, .num_micro_batches = 1 };
+    struct hx_gpt_config c = model_of(bc);
     struct hx_optim_config o;
     hx_optim_config_default(&o, steps + warmup + 1);
     struct hx_runtime_opts ro;
@@ -191,13 +220,14 @@ static int run_child(const struct bench_cfg *bc, int steps, int warmup, int work
     return ret == HX_OK ? 0 : 1;
 }
 
-/* The loss-parity check of the same invocation: helix against tests/reference/gpt_ref.py on
- * a small model (2 micro-batches, 10 AdamW steps with warmup, cosine and clipping). */
-static int run_parity_child(int workers)
+/* The loss-parity check of the same invocation: helix against tests/reference/gpt_ref.py
+ * (@p llama: llama_ref.py, 2 key/value heads, SwiGLU of 160) on a small model
+ * (2 micro-batches, 10 AdamW steps with warmup, cosine and clipping). */
+static int run_parity_child(int workers, int llama)
 {
-    struct hx_gpt_config c = { .vocab_size = 256, .num_layers = 2, .num_heads = 4,
-                               .hidden_size = 64, .seq_len = 32, .micro_batch_size = 2,
-                               .num_micro_batches = 2 };
+    struct bench_cfg small = { "parity", 256, 64, 2, 4, 2, 32, llama ? 2 : 0, llama ? 160 : 0 };
+    struct hx_gpt_config c = model_of(&small);
+    c.num_micro_batches = 2;
     struct hx_optim_config o;
     hx_optim_config_default(&o, 10);
     o.lr = 1e-3f;
@@ -326,9 +356,9 @@ static struct result run_helix(const char *self, const struct bench_cfg *c, int 
 static struct result run_torch(const char *script, const struct bench_cfg *c, int steps,
                                int warmup, int workers)
 {
-    char a[7][16], out[65536];
-    int v[7] = { c->V, c->C, c->L, c->NH, c->B, c->T, workers };
-    for (int i = 0; i < 7; i++) {
+    char a[9][16], out[65536];
+    int v[9] = { c->V, c->C, c->L, c->NH, c->B, c->T, workers, c->G, c->F };
+    for (int i = 0; i < 9; i++) {
         snprintf(a[i], sizeof a[i], "%d", v[i]);
     }
     char s_steps[16], s_warm[16];
@@ -336,7 +366,8 @@ static struct result run_torch(const char *script, const struct bench_cfg *c, in
     snprintf(s_warm, sizeof s_warm, "%d", warmup);
     char *argv[] = { "/usr/bin/python3", (char *)script, "--vocab", a[0], "--hidden", a[1],
                      "--layers", a[2], "--heads", a[3], "--batch", a[4], "--seq", a[5],
-                     "--threads", a[6], "--steps", s_steps, "--warmup", s_warm, NULL };
+                     "--threads", a[6], "--steps", s_steps, "--warmup", s_warm,
+                     c->G > 0 ? "--llama" : NULL, "--groups", a[7], "--ffn", a[8], NULL };
     /* PyTorch at its best on this machine (issue 4): OpenMP threads sleep instead of spinning
      * against BLAS, and glibc keeps large tensors mapped between steps */
     char *env[] = { "OMP_WAIT_POLICY=PASSIVE",
@@ -357,7 +388,8 @@ int cmd_bench(int argc, char **argv)
     const char *list = "A,B,C", *compare = NULL, *child = NULL, *script = NULL;
     int steps = 5, warmup = 2, rounds = 1, workers = 0;
     const struct flag flags[] = {
-        { "configs", FLAG_STRING, &list, 0, 0, "comma-separated configurations (A, B, C)" },
+        { "configs", FLAG_STRING, &list, 0, 0,
+          "comma-separated configurations (A, B, C; L: Llama)" },
         { "steps", FLAG_INT, &steps, 1, 10000, "timed steps per run (after the warm-up)" },
         { "warmup", FLAG_INT, &warmup, 0, 10000, "untimed steps first" },
         { "rounds", FLAG_INT, &rounds, 1, 100, "rounds, alternating helix and the baseline" },
@@ -371,15 +403,17 @@ int cmd_bench(int argc, char **argv)
     int ret = flags_parse_argv(&fs, argc, argv, 2,
                                "usage: helix bench [flags]\n\n"
                                "Training speed on configurations A (GPT-2 124M, B=4, T=64), "
-                               "B (C=256, L=4, B=8, T=128)\nand C (C=512, L=6, B=8, T=256); "
-                               "medians of the timed steps, tokens/s, GFLOP/s, fraction\nof the "
-                               "sgemm peak, peak resident memory, runtime overhead.");
+                               "B (C=256, L=4, B=8, T=128)\nand C (C=512, L=6, B=8, T=256), "
+                               "and L (C's shape as a Llama: RMSNorm, SwiGLU of 1536, RoPE,\n"
+                               "2 key/value heads, untied, no biases); medians of the timed "
+                               "steps, tokens/s, GFLOP/s,\nfraction of the sgemm peak, peak "
+                               "resident memory, runtime overhead.");
     if (ret != 0) {
         return ret == 1 ? 0 : 2;
     }
     workers = workers > 0 ? workers : hx_ncores();
-    if (child != NULL && strcmp(child, "parity") == 0) {
-        return run_parity_child(workers);
+    if (child != NULL && strncmp(child, "parity", 6) == 0) {
+        return run_parity_child(workers, strcmp(child, "parity-llama") == 0);
     }
     if (child != NULL) {
         const struct bench_cfg *c = find_cfg(child);
@@ -395,8 +429,8 @@ int cmd_bench(int argc, char **argv)
     snprintf(buf, sizeof buf, "%s", list);
     for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
         if ((sel[nsel] = find_cfg(tok)) == NULL || nsel == 7) {
-            fprintf(stderr, "helix: error: --configs: unknown configuration '%s'; use A, B, C\n",
-                    tok);
+            fprintf(stderr, "helix: error: --configs: unknown configuration '%s'; use A, B, C "
+                    "or L\n", tok);
             return 2;
         }
         nsel++;
@@ -460,19 +494,28 @@ int cmd_bench(int argc, char **argv)
         }
         printf("\n");
     }
-    /* speedups count only with parity in the same run */
-    char s_work[16], out[4096];
-    double rss;
-    snprintf(s_work, sizeof s_work, "%d", workers);
-    char *pargv[] = { self, "bench", "--child", "parity", "--workers", s_work, NULL };
-    int pok = spawn(pargv, NULL, out, sizeof out, &rss) == 0;
-    double le = json_num(out, "loss_err"), ge = json_num(out, "grad_err");
-    double ratio = json_num(out, "rule_ratio"); /* the parity tests' rule, tools/parity.h */
-    pok = pok && ratio <= 1;
-    printf("\nloss parity with PyTorch (tests/reference/gpt_ref.py, 2 layers, 2 micro-batches, "
-           "10 AdamW steps): loss rel err %.2e, gradients %.2e, worst measured/tolerance "
-           "%.2g: %s\n", le, ge, ratio, pok ? "PASS" : "FAIL (the figures above do not count)");
-    failed |= !pok;
+    /* speedups count only with parity in the same run: GPT-2's, and Llama's when L ran */
+    int llama = 0;
+    for (int i = 0; i < nsel; i++) {
+        llama |= sel[i]->G > 0;
+    }
+    printf("\n");
+    for (int k = 0; k <= llama; k++) {
+        char s_work[16], out[4096];
+        double rss;
+        snprintf(s_work, sizeof s_work, "%d", workers);
+        char *pargv[] = { self, "bench", "--child", k ? "parity-llama" : "parity", "--workers",
+                          s_work, NULL };
+        int pok = spawn(pargv, NULL, out, sizeof out, &rss) == 0;
+        double le = json_num(out, "loss_err"), ge = json_num(out, "grad_err");
+        double ratio = json_num(out, "rule_ratio"); /* the parity tests' rule, tools/parity.h */
+        pok = pok && ratio <= 1;
+        printf("loss parity with PyTorch (tests/reference/%s, 2 layers, 2 micro-batches, 10 "
+               "AdamW steps): loss rel err %.2e, gradients %.2e, worst measured/tolerance "
+               "%.2g: %s\n", k ? "llama_ref.py" : "gpt_ref.py", le, ge, ratio,
+               pok ? "PASS" : "FAIL (the figures above do not count)");
+        failed |= !pok;
+    }
     flags_free(&fs);
     if (failed) {
         fprintf(stderr, "helix: error: some benchmark runs failed (see the messages above)\n");

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* codelets/opencl/layernorm.c: OpenCL launchers of the layernorm codelets, kernels in
  * codelets/kernels/layernorm.cl; buffers and checks as in codelets/layernorm.c
- * (codelets/layernorm.h).  The row kernels run exactly one work-group of HX_BLOCK items per
- * row (global rows * HX_BLOCK; they have no bound check); bwd_weight one item per column. */
+ * (codelets/layernorm.h); how they run: codelets/opencl/norms.c.  Each order lists the
+ * buffers as the kernel takes them. */
 #include "codelets/codelets.h"
 #include "codelets/kernels/dialect.h"
 #include "codelets/layernorm.h"
@@ -12,108 +12,49 @@
 /* buffers: inp, w, b, out, mean, rstd */
 void hx_layernorm_fwd_opencl(void *buffers[], void *cl_arg)
 {
+    static const int order[] = { 3, 4, 5, 0, 1, 2 }; /* out, mean, rstd, inp, w, b */
     const struct hx_node *node = cl_arg;
-    const struct hx_rows_args *a = &node->args.rows;
-    cl_int N = a->rows, C = a->cols, ld;
-    cl_float eps = a->eps;
-    struct hx_ocl_launch l;
-    if (hx_run_failed()) {
-        return;
-    }
-    ld = hx_layernorm_fwd_check(buffers, node);
-    if (hx_ocl_begin(&l, "layernorm_fwd", "hx_layernorm_fwd") == 0) {
-        hx_ocl_buf(&l, buffers, 3);
-        hx_ocl_buf(&l, buffers, 4);
-        hx_ocl_buf(&l, buffers, 5);
-        hx_ocl_buf(&l, buffers, 0);
-        hx_ocl_buf(&l, buffers, 1);
-        hx_ocl_buf(&l, buffers, 2);
-        HX_OCL_VAL(&l, C);
-        HX_OCL_VAL(&l, ld);
-        HX_OCL_VAL(&l, eps);
-        hx_ocl_end(&l, (size_t)N * HX_BLOCK, HX_BLOCK);
+    if (!hx_run_failed()) {
+        cl_int ld = hx_layernorm_fwd_check(buffers, node);
+        hx_ocl_norm_fwd("layernorm_fwd", "hx_layernorm_fwd", buffers, order, 6,
+                        &node->args.rows, ld);
     }
 }
 
 /* buffers: a, b, w, bias, sum, out, mean, rstd */
 void hx_add_layernorm_fwd_opencl(void *buffers[], void *cl_arg)
 {
+    static const int order[] = { 4, 5, 6, 7, 0, 1, 2, 3 }; /* sum, out, mean, rstd, a, b, ... */
     const struct hx_node *node = cl_arg;
-    const struct hx_rows_args *a = &node->args.rows;
-    cl_int N = a->rows, C = a->cols, ld;
-    cl_float eps = a->eps;
-    struct hx_ocl_launch l;
-    if (hx_run_failed()) {
-        return;
-    }
-    ld = hx_add_layernorm_fwd_check(buffers, node);
-    if (hx_ocl_begin(&l, "add_layernorm_fwd", "hx_add_layernorm_fwd") == 0) {
-        hx_ocl_buf(&l, buffers, 4);
-        hx_ocl_buf(&l, buffers, 5);
-        hx_ocl_buf(&l, buffers, 6);
-        hx_ocl_buf(&l, buffers, 7);
-        hx_ocl_buf(&l, buffers, 0);
-        hx_ocl_buf(&l, buffers, 1);
-        hx_ocl_buf(&l, buffers, 2);
-        hx_ocl_buf(&l, buffers, 3);
-        HX_OCL_VAL(&l, C);
-        HX_OCL_VAL(&l, ld);
-        HX_OCL_VAL(&l, eps);
-        hx_ocl_end(&l, (size_t)N * HX_BLOCK, HX_BLOCK);
+    if (!hx_run_failed()) {
+        cl_int ld = hx_add_layernorm_fwd_check(buffers, node);
+        hx_ocl_norm_fwd("add_layernorm_fwd", "hx_add_layernorm_fwd", buffers, order, 8,
+                        &node->args.rows, ld);
     }
 }
 
 /* buffers: dout, inp, w, mean, rstd, dinp [, resid] */
 void hx_layernorm_bwd_data_opencl(void *buffers[], void *cl_arg)
 {
+    static const int order[] = { 5, 0, 1, 2, 3, 4 }; /* dinp, dout, inp, w, mean, rstd */
     const struct hx_node *node = cl_arg;
-    const struct hx_rows_args *a = &node->args.rows;
-    cl_int N = a->rows, C = a->cols, ld, has_resid;
-    struct hx_ocl_launch l;
-    if (hx_run_failed()) {
-        return;
-    }
-    int resid;
-    ld = hx_layernorm_bwd_data_check(buffers, node, &resid);
-    has_resid = resid;
-    if (hx_ocl_begin(&l, "layernorm_bwd_data", "hx_layernorm_bwd_data") == 0) {
-        hx_ocl_buf(&l, buffers, 5);
-        hx_ocl_buf(&l, buffers, 0);
-        hx_ocl_buf(&l, buffers, 1);
-        hx_ocl_buf(&l, buffers, 2);
-        hx_ocl_buf(&l, buffers, 3);
-        hx_ocl_buf(&l, buffers, 4);
-        /* without a residual the kernel gets dinp in resid's place and never reads it */
-        hx_ocl_buf(&l, buffers, has_resid ? 6 : 5);
-        HX_OCL_VAL(&l, has_resid);
-        HX_OCL_VAL(&l, C);
-        HX_OCL_VAL(&l, ld);
-        hx_ocl_end(&l, (size_t)N * HX_BLOCK, HX_BLOCK);
+    if (!hx_run_failed()) {
+        int resid;
+        cl_int ld = hx_layernorm_bwd_data_check(buffers, node, &resid);
+        hx_ocl_norm_bwd_data("layernorm_bwd_data", "hx_layernorm_bwd_data", buffers, order, 6,
+                             resid ? 6 : -1, 5, &node->args.rows, ld);
     }
 }
 
 /* buffers: dout, inp, mean, rstd, dw, db */
 void hx_layernorm_bwd_weight_opencl(void *buffers[], void *cl_arg)
 {
+    static const int order[] = { 4, 5, 0, 1, 2, 3 }; /* dw, db, dout, inp, mean, rstd */
     const struct hx_node *node = cl_arg;
-    const struct hx_rows_args *a = &node->args.rows;
-    cl_int N = a->rows, C = a->cols, ld;
-    struct hx_ocl_launch l;
-    if (hx_run_failed()) {
-        return;
-    }
-    ld = hx_layernorm_bwd_weight_check(buffers, node);
-    if (hx_ocl_begin(&l, "layernorm_bwd_weight", "hx_layernorm_bwd_weight") == 0) {
-        hx_ocl_buf(&l, buffers, 4);
-        hx_ocl_buf(&l, buffers, 5);
-        hx_ocl_buf(&l, buffers, 0);
-        hx_ocl_buf(&l, buffers, 1);
-        hx_ocl_buf(&l, buffers, 2);
-        hx_ocl_buf(&l, buffers, 3);
-        HX_OCL_VAL(&l, N);
-        HX_OCL_VAL(&l, C);
-        HX_OCL_VAL(&l, ld);
-        hx_ocl_end(&l, (size_t)C, HX_BLOCK);
+    if (!hx_run_failed()) {
+        cl_int ld = hx_layernorm_bwd_weight_check(buffers, node);
+        hx_ocl_norm_bwd_weight("layernorm_bwd_weight", "hx_layernorm_bwd_weight", buffers,
+                               order, 6, &node->args.rows, ld);
     }
 }
 

@@ -53,6 +53,21 @@ void hx_ocl_local(struct hx_ocl_launch *l, size_t bytes);
 /* Run @p global items (rounded up to a multiple of @p local) in groups of @p local, wait,
  * release the kernel.  Returns 0, or -1 after reporting the failure. */
 int hx_ocl_end(struct hx_ocl_launch *l, size_t global, size_t local);
+/* The launches the norm families share (codelets/opencl/norms.c; LayerNorm and RMSNorm):
+ * the buffers in @p order (n of them), then the kernel's scalars.  Row kernels run one
+ * work-group of HX_BLOCK items per row (they have no bound check):
+ *   forward       ..., C, ld, eps
+ *   bwd_data      ..., resid (the tile, or dinp where there is none: never read), has_resid,
+ *                 C, ld
+ *   bwd_weight    ..., N, C, ld, one item per column */
+struct hx_rows_args;
+void hx_ocl_norm_fwd(const char *op, const char *kernel, void *buffers[], const int *order,
+                     int n, const struct hx_rows_args *a, cl_int ld);
+void hx_ocl_norm_bwd_data(const char *op, const char *kernel, void *buffers[],
+                          const int *order, int n, int resid, int dinp,
+                          const struct hx_rows_args *a, cl_int ld);
+void hx_ocl_norm_bwd_weight(const char *op, const char *kernel, void *buffers[],
+                            const int *order, int n, const struct hx_rows_args *a, cl_int ld);
 /* The calling worker's queue, for CLBlast (codelets/opencl/matmul.c). */
 cl_command_queue hx_ocl_queue(void);
 /* Report an OpenCL or CLBlast failure of @p op as a task error (returns -1). */
