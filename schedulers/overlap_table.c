@@ -112,9 +112,14 @@ static void write_table(FILE *f, const struct hx_overlap_table *t)
     fprintf(f, "{\"schema\": \"%s\",\n \"model\": {\"num_layers\": %d, \"hidden_size\": %d, "
             "\"num_heads\": %d, \"seq_length\": %d, \"micro_batch_size\": %d, "
             "\"vocab_size\": %d, \"tp\": %d, \"sequence_parallel\": %d, \"dp\": %d, "
-            "\"num_micro_batches\": %d},\n", HX_OVERLAP_SCHEMA, m->num_layers, m->hidden_size,
-            m->num_heads, m->seq_length, m->micro_batch_size, m->vocab_size, m->tp,
-            m->sequence_parallel, m->dp, m->num_micro_batches);
+            "\"num_micro_batches\": %d,\n  \"normalization\": %d, \"swiglu\": %d, "
+            "\"ffn_hidden_size\": %d, \"position_embedding\": %d, \"rotary_base\": %.9g, "
+            "\"num_query_groups\": %d, \"untie_embeddings\": %d, \"disable_bias\": %d},\n",
+            HX_OVERLAP_SCHEMA, m->num_layers, m->hidden_size, m->num_heads, m->seq_length,
+            m->micro_batch_size, m->vocab_size, m->tp, m->sequence_parallel, m->dp,
+            m->num_micro_batches, m->normalization, m->swiglu, m->ffn_hidden_size,
+            m->position_embedding, (double)m->rotary_base, m->num_query_groups,
+            m->untie_embeddings, m->disable_bias);
     fprintf(f, " \"layer\": %d, \"workers\": %d, \"ranks\": %d, \"repeats\": %d, \"host\": ",
             t->layer, t->workers, t->ranks, t->repeats);
     hx_json_write_string(f, t->host);
@@ -256,6 +261,26 @@ static int read_model(const struct reader *r, const struct hx_json *root,
             return HX_EFORMAT;
         }
     }
+    /* the Llama settings: optional (a table written before them is GPT-2's) */
+    struct { const char *key; int *dst; } opt[] = {
+        { "normalization", &m->normalization }, { "swiglu", &m->swiglu },
+        { "ffn_hidden_size", &m->ffn_hidden_size },
+        { "position_embedding", &m->position_embedding },
+        { "num_query_groups", &m->num_query_groups },
+        { "untie_embeddings", &m->untie_embeddings }, { "disable_bias", &m->disable_bias },
+    };
+    for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++) {
+        if (hx_json_get(mo, opt[i].key) != NULL &&
+            get_int(r, mo, "model", opt[i].key, opt[i].dst) != HX_OK) {
+            return HX_EFORMAT;
+        }
+    }
+    double base = 0;
+    if (hx_json_get(mo, "rotary_base") != NULL &&
+        get_num(r, mo, "model", "rotary_base", &base) != HX_OK) {
+        return HX_EFORMAT;
+    }
+    m->rotary_base = (float)base;
     return HX_OK;
 }
 

@@ -57,7 +57,14 @@ static int build_model(const struct hx_overlap_model *m, hx_gpt_t *model, struct
                                .num_heads = m->num_heads, .hidden_size = m->hidden_size,
                                .seq_len = m->seq_length,
                                .micro_batch_size = m->micro_batch_size,
-                               .num_micro_batches = m->num_micro_batches };
+                               .num_micro_batches = m->num_micro_batches,
+                               .normalization = m->normalization, .swiglu = m->swiglu,
+                               .ffn_hidden_size = m->ffn_hidden_size,
+                               .position_embedding = m->position_embedding,
+                               .rotary_base = m->rotary_base,
+                               .num_query_groups = m->num_query_groups,
+                               .untie_embeddings = m->untie_embeddings,
+                               .disable_bias = m->disable_bias };
     struct hx_mesh_request q = { .world_size = m->tp * m->dp, .world_rank = 0, .tp = m->tp,
                                  .dp = m->dp, .sequence_parallel = m->sequence_parallel,
                                  .num_heads = m->num_heads, .hidden_size = m->hidden_size,

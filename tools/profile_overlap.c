@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "runtime/rng.h"
+#include "tools/llama_flags.h"
 #include "tools/profile_overlap.h"
 #include "tools/tools.h"
 
@@ -30,11 +31,12 @@ struct po_args {
     int tp, sequence_parallel, ranks_per_node, tile_seqs, attn_block;
     int layer, repeats, workers, cuda, seed, classes;
     float comm_timeout;
+    struct llama_flags llama;
     const char *out, *sched, *compute_on;
     enum hx_place place; /* --compute-on, resolved */
 };
 
-static struct flag table[32];
+static struct flag table[32 + LLAMA_FLAGS];
 static int ntable;
 
 #define F(n, t, d, lo, hi, h) table[ntable++] = (struct flag){ n, t, d, lo, hi, h }
@@ -55,6 +57,7 @@ static void args_init(struct po_args *a, struct flag_set *s)
     F("seq-length", FLAG_INT, &a->seq_len, 1, 65536, "tokens per sequence T");
     F("micro-batch-size", FLAG_INT, &a->micro_batch, 1, 65536, "sequences per micro-batch");
     F("vocab-size", FLAG_INT, &a->vocab, 2, 1 << 20, "vocabulary");
+    llama_flags_add(&a->llama, table, &ntable);
     F("num-micro-batches", FLAG_INT, &a->micro_batches, 0, 1 << 20,
       "micro-batches per step over all dp ranks (0: one per dp rank)");
     F("tile-seqs", FLAG_INT, &a->tile_seqs, 0, 65536, "sequences per row tile (0: auto)");
@@ -143,7 +146,7 @@ static int prepare(struct po_args *a, struct flag_set *fs, int argc, char **argv
                 "StarPU workers; use --workers 2 (or more)\n");
         return 2;
     }
-    if (tools_check_sched(a->sched) != 0) {
+    if (tools_check_sched(a->sched) != 0 || llama_flags_check(&a->llama) != 0) {
         return 2;
     }
     if (a->compute_on != NULL && hx_place_from_name(a->compute_on, &a->place) != HX_OK) {
@@ -181,6 +184,7 @@ static int prepare(struct po_args *a, struct flag_set *fs, int argc, char **argv
     c->num_micro_batches = r.micro_batches;
     c->tile_seqs = a->tile_seqs;
     c->attn_block = a->attn_block;
+    llama_flags_apply(&a->llama, c);
     return hx_gpt_config_check(c) == HX_OK ? 0 : 2;
 }
 
@@ -394,6 +398,11 @@ static int profile(struct po_run *r)
         .micro_batch_size = r->cfg.micro_batch_size, .vocab_size = r->cfg.vocab_size,
         .tp = r->mesh.tp, .sequence_parallel = r->mesh.sequence_parallel, .dp = r->mesh.dp,
         .num_micro_batches = r->cfg.num_micro_batches,
+        .normalization = r->cfg.normalization, .swiglu = r->cfg.swiglu,
+        .ffn_hidden_size = r->cfg.ffn_hidden_size,
+        .position_embedding = r->cfg.position_embedding, .rotary_base = r->cfg.rotary_base,
+        .num_query_groups = r->cfg.num_query_groups,
+        .untie_embeddings = r->cfg.untie_embeddings, .disable_bias = r->cfg.disable_bias,
     };
     t->layer = s->layer;
     t->workers = hx_runtime_workers();

@@ -8,15 +8,13 @@
 
 #include "helix/checkpoint.h"
 #include "helix/helix.h"
+#include "tools/llama_flags.h"
 #include "tools/tools.h"
 
 struct train_args {
     /* model */
     int layers, hidden, heads, seq_len, max_pos, vocab;
-    /* the Llama settings of Megatron's GPT model (helix/gpt.h); --model llama sets them all */
-    const char *model, *normalization, *position_embedding;
-    int swiglu, ffn_hidden, query_groups, group_query_attention, untie, disable_bias;
-    float rotary_base, norm_eps;
+    struct llama_flags llama;         /* the Llama settings (tools/llama_flags.h) */
     /* batch and schedule */
     int micro_batch, global_batch, iters, warmup, decay_iters;
     float lr, min_lr, weight_decay, clip, beta1, beta2, adam_eps;

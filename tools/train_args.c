@@ -94,22 +94,7 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("max-position-embeddings", FLAG_INT, &a->max_pos, 0, 65536,
       "rows of the position embedding (0: --seq-length)");
     F("vocab-size", FLAG_INT, &a->vocab, 2, 1 << 20, "vocabulary (bytes: 256; GPT-2: 50257)");
-    F("model", FLAG_STRING, &a->model, 0, 0,
-      "gpt (GPT-2, default) or llama: RMSNorm, SwiGLU, RoPE, untied output layer, no biases");
-    F("normalization", FLAG_STRING, &a->normalization, 0, 0, "LayerNorm (default) or RMSNorm");
-    F("norm-epsilon", FLAG_FLOAT, &a->norm_eps, 0, 1, "the norms' epsilon (0: 1e-5)");
-    F("swiglu", FLAG_BOOL, &a->swiglu, 0, 1, "MLP fcproj(silu(gate) * up) instead of GELU");
-    F("ffn-hidden-size", FLAG_INT, &a->ffn_hidden, 0, 1 << 20, "MLP width F (0: 4 x hidden)");
-    F("position-embedding-type", FLAG_STRING, &a->position_embedding, 0, 0,
-      "learned_absolute (default) or rope");
-    F("rotary-base", FLAG_FLOAT, &a->rotary_base, 0, 1e9, "RoPE base (0: 10000; Llama-3: 500000)");
-    F("num-query-groups", FLAG_INT, &a->query_groups, 0, 1024,
-      "key/value heads of grouped-query attention (0: one per attention head)");
-    F("group-query-attention", FLAG_BOOL, &a->group_query_attention, 0, 1,
-      "Megatron's switch for --num-query-groups (which alone suffices here)");
-    F("untie-embeddings-and-output-weights", FLAG_BOOL, &a->untie, 0, 1,
-      "an output layer of its own instead of the embedding's transpose");
-    F("disable-bias-linear", FLAG_BOOL, &a->disable_bias, 0, 1, "no biases in linear layers");
+    llama_flags_add(&a->llama, table, &ntable);
     /* batch and optimizer */
     F("micro-batch-size", FLAG_INT, &a->micro_batch, 1, 65536, "sequences per micro-batch");
     F("global-batch-size", FLAG_INT, &a->global_batch, 0, 1 << 20,
@@ -319,33 +304,13 @@ int train_args_check(struct train_args *a)
     if (a->decay_iters == 0) {
         a->decay_iters = a->iters;
     }
-    struct { const char *flag, *value, *a, *b; } words[] = {
-        { "model", a->model, "gpt", "llama" },
-        { "normalization", a->normalization, "LayerNorm", "RMSNorm" },
-        { "position-embedding-type", a->position_embedding, "learned_absolute", "rope" },
-    };
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        if (words[i].value != NULL && strcmp(words[i].value, words[i].a) != 0 &&
-            strcmp(words[i].value, words[i].b) != 0) {
-            fprintf(stderr, "helix: error: --%s '%s' is not %s or %s\n", words[i].flag,
-                    flags_esc(words[i].value), words[i].a, words[i].b);
-            return 2;
-        }
+    if (llama_flags_check(&a->llama) != 0) {
+        return 2;
     }
-    int llama = (a->model != NULL && strcmp(a->model, "llama") == 0) || a->swiglu ||
-                a->untie || a->disable_bias || (a->query_groups && a->query_groups != a->heads) ||
-                (a->ffn_hidden && a->ffn_hidden != 4 * a->hidden) ||
-                (a->normalization != NULL && strcmp(a->normalization, "RMSNorm") == 0) ||
-                (a->position_embedding != NULL && strcmp(a->position_embedding, "rope") == 0);
-    if (a->load_llmc != NULL && llama) {
+    if (a->load_llmc != NULL && llama_flags_any(&a->llama, a->heads, a->hidden)) {
         fprintf(stderr, "helix: error: --load-llmc reads llm.c's GPT-2 weights, but the flags "
                 "ask for Llama settings (--model llama, --swiglu, --num-query-groups ...); drop "
                 "them to start from those weights\n");
-        return 2;
-    }
-    if (a->group_query_attention && a->query_groups == 0) { /* Megatron needs both too */
-        fprintf(stderr, "helix: error: --group-query-attention without --num-query-groups; "
-                "give the number of key/value heads (it must divide --num-attention-heads)\n");
         return 2;
     }
     if (a->comm_timeout > 0 && a->comm_timeout < 1) { /* it would fire at every collective */
@@ -453,20 +418,7 @@ void train_args_model(const struct train_args *a, struct hx_gpt_config *c)
     c->num_micro_batches = a->global_batch / a->micro_batch;
     c->tile_seqs = a->tile_seqs;
     c->attn_block = a->attn_block;
-    c->ln_eps = a->norm_eps;
-    int llama = a->model != NULL && strcmp(a->model, "llama") == 0; /* checked */
-    c->normalization = llama || (a->normalization != NULL &&
-                                 strcmp(a->normalization, "RMSNorm") == 0)
-                           ? HX_NORM_RMSNORM : HX_NORM_LAYERNORM;
-    c->position_embedding = llama || (a->position_embedding != NULL &&
-                                      strcmp(a->position_embedding, "rope") == 0)
-                                ? HX_POS_ROPE : HX_POS_LEARNED;
-    c->swiglu = llama || a->swiglu;
-    c->untie_embeddings = llama || a->untie;
-    c->disable_bias = llama || a->disable_bias;
-    c->ffn_hidden_size = a->ffn_hidden;
-    c->rotary_base = a->rotary_base;
-    c->num_query_groups = a->query_groups;
+    llama_flags_apply(&a->llama, c);
 }
 
 void train_args_optim(const struct train_args *a, struct hx_optim_config *o)

@@ -19,7 +19,10 @@
  *   {"schema": "helix-overlap-1",
  *    "model": {"num_layers":L, "hidden_size":C, "num_heads":H, "seq_length":T,
  *              "micro_batch_size":B, "vocab_size":V, "tp":tp, "sequence_parallel":0|1,
- *              "dp":dp, "num_micro_batches":M},
+ *              "dp":dp, "num_micro_batches":M, and the Llama settings: "normalization":0|1,
+ *              "swiglu":0|1, "ffn_hidden_size":F, "position_embedding":0|1,
+ *              "rotary_base":x, "num_query_groups":G, "untie_embeddings":0|1,
+ *              "disable_bias":0|1 (optional on reading: absent, GPT-2's 0)},
  *    "layer": l, "workers": W, "ranks": n, "repeats": R, "host": "...", "date": "...",
  *    "ops": [{"key":"F0", "op":"layernorm_fwd", "kind":"comp"|"comm",
  *             "lane":"compute"|"comm_intra"|"comm_inter", "flops":x, "bytes":x,
@@ -76,6 +79,11 @@ struct hx_overlap_pair {
 struct hx_overlap_model {
     int num_layers, hidden_size, num_heads, seq_length, micro_batch_size, vocab_size;
     int tp, sequence_parallel, dp, num_micro_batches;
+    /** the Llama settings (struct hx_gpt_config's fields of the same names; all 0: GPT-2).
+     *  Optional in a table: one written before them is GPT-2's. */
+    int normalization, swiglu, ffn_hidden_size, position_embedding;
+    float rotary_base;
+    int num_query_groups, untie_embeddings, disable_bias;
 };
 
 struct hx_overlap_table {

@@ -4,11 +4,12 @@
 # says what its layers are; its checkpoint is format 2 (GPT-2's stays format 1, readable by
 # the helix before format 2) and resumes to the same losses, to the last digit, as the run
 # that wrote it; a checkpoint refuses a model flag that contradicts it; bad Llama flags exit 2
-# with one line naming the flag, before any work.
+# with one line naming the flag, before any work; profile-overlap and plan-strands take a
+# Llama layer, and hx-strand runs the plan without changing a number.
 # shellcheck disable=SC2016,SC2086  # ok evals its quoted checks; $ARGS splits
 set -u
 . "$(dirname "$0")/lib.sh"
-plan 12
+plan 15
 ARGS="--preset llama-tiny --seq-length 32 --micro-batch-size 4 --log-interval 1 \
 --eval-interval 0 --sample-tokens 0 --workers 2 --progress-bar 0 --train-iters 4"
 # steps FILE: the step lines without their timings
@@ -54,4 +55,23 @@ ok "--load-llmc with --model llama: exit 2, named" \
 run "$HELIX" train --preset llama-tiny --hidden-size 60 --num-attention-heads 4 --train-iters 1
 ok "RoPE with an odd head size (60 / 4 = 15): exit 2, named" \
     'rc_is 2 && err_has "even head size"'
+
+# DHelix's loop on a Llama: its layer profiled, a plan, hx-strand with it, bitwise plain
+M="--model llama --num-layers 4 --hidden-size 64 --num-attention-heads 4 --num-query-groups 2
+ --ffn-hidden-size 96 --seq-length 32 --micro-batch-size 2"
+run "$HELIX" profile-overlap $M --num-micro-batches 4 --repeats 1 --classes --workers 2 \
+    --out "$TMP/ov.json"
+ok "profile-overlap of a Llama layer records its settings in the table's model" \
+    'rc_is 0 && grep -q "\"swiglu\": 1" "$TMP/ov.json" && grep -q "\"num_query_groups\": 2" "$TMP/ov.json"'
+run "$HELIX" plan-strands --profile "$TMP/ov.json" --out "$TMP/plan.json"
+T="$M --global-batch-size 8 --train-iters 3 --eval-interval 0 --sample-tokens 0 --workers 2
+ --progress-bar 0 --log-interval 1"
+run "$HELIX" train $T --strands --strand-plan "$TMP/plan.json" --sched hx-strand
+steps "$OUT" >"$TMP/strand"
+ok "plan-strands plans it and hx-strand applies the plan to every pair" \
+    'rc_is 0 && out_has "strand plan .*: 6 of them planned"'
+run "$HELIX" train $T
+steps "$OUT" >"$TMP/plain"
+ok "... with bitwise the losses and norms of plain training" \
+    'rc_is 0 && [ -s "$TMP/plain" ] && cmp -s "$TMP/plain" "$TMP/strand"'
 finish

@@ -126,8 +126,14 @@ static int refuses_uneven_groups(char *msg, size_t size)
         _exit(0); /* accepted: the caller fails */
     }
     close(fd[1]);
-    ssize_t n = read(fd[0], msg, size - 1);
-    msg[n > 0 ? n : 0] = '\0';
+    /* to the end: stderr is unbuffered, so the message may come in several writes (one read
+     * took only its first on the CI machine) */
+    size_t got = 0;
+    ssize_t n;
+    while (got < size - 1 && (n = read(fd[0], msg + got, size - 1 - got)) > 0) {
+        got += (size_t)n;
+    }
+    msg[got] = '\0';
     msg[strcspn(msg, "\n")] = '\0';
     close(fd[0]);
     int st = 0;

@@ -21,7 +21,8 @@ static char dir[] = "/tmp/hx-overlap-XXXXXX";
 static void fill(struct hx_overlap_table *t)
 {
     hx_overlap_table_init(t, 2, 3);
-    t->model = (struct hx_overlap_model){ 4, 128, 4, 128, 8, 256, 2, 1, 1, 1 };
+    t->model = (struct hx_overlap_model){ 4, 128, 4, 128, 8, 256, 2, 1, 1, 1, /* a Llama layer: */
+                                          1, 1, 352, 1, 500000.0f, 2, 1, 1 };
     t->layer = 2, t->workers = 2, t->ranks = 2, t->repeats = 5;
     snprintf(t->host, sizeof t->host, "host \"quoted\"\\");
     snprintf(t->date, sizeof t->date, "2026-01-01T00:00:00Z");
@@ -147,7 +148,7 @@ int main(void)
     if (mkdtemp(dir) == NULL) {
         tap_skip_all("cannot create a temporary directory");
     }
-    tap_plan(22);
+    tap_plan(23);
     struct hx_overlap_table t, u;
     char path[256];
     snprintf(path, sizeof path, "%s/table.json", dir);
@@ -190,6 +191,27 @@ int main(void)
     hx_overlap_table_free(&cu);
     free(ctext);
 
+    /* a table written before the Llama settings (their fields cut out) is GPT-2's */
+    struct hx_overlap_table old = { 0 };
+    char *text = good != NULL ? strdup(good) : NULL;
+    char *from = text != NULL ? strstr(text, ",\n  \"normalization\"") : NULL;
+    char *to = from != NULL ? strchr(from, '}') : NULL; /* the model's closing brace */
+    lret = -1;
+    if (to != NULL) {
+        char opath[256];
+        memmove(from, to, strlen(to) + 1);
+        snprintf(opath, sizeof opath, "%s/old.json", dir);
+        spit(opath, text);
+        lret = hx_overlap_table_load(opath, &old);
+    }
+    free(text);
+    tap_ok(lret == HX_OK && old.model.num_heads == 4 && old.model.swiglu == 0 &&
+               old.model.num_query_groups == 0 && old.model.rotary_base == 0,
+           "a table without the Llama settings loads as GPT-2's (status %d)", lret);
+    if (lret == HX_OK) {
+        hx_overlap_table_free(&old);
+    }
+
     expect_bad("missing", NULL, HX_EIO, "cannot open overlap table");
     expect_bad("empty", "", HX_EFORMAT, "not valid JSON: line 1, column 1: expected a value");
     expect_bad("trailing-comma", "{\"schema\": \"helix-overlap-1\",}", HX_EFORMAT,
@@ -207,7 +229,7 @@ int main(void)
     free(s);
     s = edited(good, "\"solo_ms\": ", "\"solo_ms\": \"fast\", \"x\": ");
     expect_bad("mistyped", s, HX_EFORMAT,
-               "field ops[0].solo_ms (line 5) has type string, expected number");
+               "field ops[0].solo_ms (line 6) has type string, expected number");
     free(s);
     s = edited(good, "\"layer\": 2", "\"layer\": 2.5");
     expect_bad("not-int", s, HX_EFORMAT, "layer is 2.5, expected an integer");

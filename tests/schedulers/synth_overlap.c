@@ -74,7 +74,10 @@ int main(int argc, char **argv)
     if (hx_overlap_table_init(&t, nf, nb) != HX_OK) {
         return 1;
     }
-    t.model = (struct hx_overlap_model){ L, C, H, T, B, V, tp, sp, dp, M };
+    t.model = (struct hx_overlap_model){ .num_layers = L, .hidden_size = C, .num_heads = H,
+                                         .seq_length = T, .micro_batch_size = B,
+                                         .vocab_size = V, .tp = tp, .sequence_parallel = sp,
+                                         .dp = dp, .num_micro_batches = M }; /* GPT-2 */
     t.layer = layer, t.workers = 2, t.ranks = tp * dp, t.repeats = 1;
     snprintf(t.host, sizeof t.host, "synthetic");
     snprintf(t.date, sizeof t.date, "1970-01-01T00:00:00Z");
