@@ -20,7 +20,7 @@
 # (default 12) of GPT-6.7B's 32, --micro-batches M per pipeline (default 8), --iters N
 # simulated steps (default 1; the last is reported: steps 1 and 2 differed by under 0.6%).
 # The fold cuts the model into 2 x pp chunks, and an SI block pairs a forward layer with a
-# backward layer only after the backward's top two (graphs/gpt_order.c), so chunks of at
+# backward layer only after the backward's top two (graphs/schedule.c), so chunks of at
 # least 3 layers (L >= 12 here) are needed for the strands to co-run at all.
 #   bench/sim_strands.sh [--layers L] [--micro-batches M] [--iters N] [BUILD_DIR]
 # Exit: 0 every schedule simulated, 1 one failed, 2 bad usage.

@@ -113,7 +113,7 @@ int hx_gpt_config_check(const struct hx_gpt_config *c)
  * states only where it runs AdamW. */
 static void make_params(struct hx_gpt *m)
 {
-    int flat = m->mesh.sp.s > 1;
+    int flat = m->base.mesh.sp.s > 1;
     hx_gpt_param_specs(m);
     m->params = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
     m->grads = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
@@ -131,20 +131,20 @@ static void make_params(struct hx_gpt *m)
         int r = flat ? 1 : d->lrows;
         int k = flat ? (int)d->piece_cnt : d->lcols;
         char gname[HX_NAME_MAX + 8];
-        m->params[i] = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
+        m->params[i] = hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
         /* weights and embeddings decay; biases and norms do not */
         m->params[i]->weight_decay = m->spec[i].role == HX_PARAM_WEIGHT ||
                                      m->spec[i].role == HX_PARAM_EMBEDDING;
         if (d->owns_grad) {
             snprintf(gname, sizeof gname, "%s.grad", name);
-            m->grads[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
+            m->grads[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
             m->grads[i]->grad_of = m->params[i]->id;
         }
         if (d->owns_optim) {
             snprintf(gname, sizeof gname, "%s.adam_m", name);
-            m->adam_m[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+            m->adam_m[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
             snprintf(gname, sizeof gname, "%s.adam_v", name);
-            m->adam_v[i] = hx_graph_tensor(m->g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+            m->adam_v[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
             m->adam_m[i]->grad_of = m->adam_v[i]->grad_of = m->params[i]->id;
         }
     }
@@ -156,20 +156,20 @@ static void make_params(struct hx_gpt *m)
 void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     /* scale 1/(M*B*T) over the whole global batch: accumulated gradients are its mean */
     float scale = 1.0f / ((float)c->num_micro_batches * (float)m->N);
-    if (m->mesh.tp == 1) {
+    if (m->base.mesh.tp == 1) {
         if (grad) {
             hx_xent_fused(g, m->losses, m->xent_lse, m->logits, targets, scale);
         } else {
             hx_xent_fwd(g, m->losses, m->xent_lse, m->logits, targets);
         }
     } else {
-        int v0 = m->mesh.tp_rank * m->V;
+        int v0 = m->base.mesh.tp_rank * m->V;
         hx_xent_vp_stats(g, m->xent_stats, m->logits, targets, v0);
         hx_allgather_tiles(g, hx_gpt_tp_channel(m), m->xent_all, m->xent_stats);
-        hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->mesh.tp,
+        hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->base.mesh.tp,
                    grad, scale);
     }
     hx_reduce(g, m->loss_sum, m->losses, 0);
@@ -177,7 +177,7 @@ void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
 
 int hx_gpt_vstage_rank(const struct hx_gpt *m, int v)
 {
-    return hx_pipeline_stage_of(m->par.pipeline_schedule, m->mesh.pp, v);
+    return hx_model_vstage_rank(&m->base, v);
 }
 
 /* Virtual stages v and v+1 talk on the down channels (pp, pp_bwd) while v+1 < p, and on the
@@ -185,7 +185,7 @@ int hx_gpt_vstage_rank(const struct hx_gpt *m, int v)
  * per stream, so no stream waits behind another on a token. */
 int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward)
 {
-    if (v + 1 < m->mesh.pp) {
+    if (v + 1 < m->base.mesh.pp) {
         return backward ? HX_GROUP_PP_BWD : HX_GROUP_PP;
     }
     return backward ? HX_GROUP_FOLD_B : HX_GROUP_FOLD_F;
@@ -195,12 +195,12 @@ int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward)
  * strands, alpha and beta alternate: one by one, or in groups of p in the folded W) */
 void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
 {
-    m->g->cur.phase = phase;
-    m->g->cur.microbatch = mb;
-    m->g->cur.layer = layer;
-    m->g->cur.strand = !m->strands ? HX_STRAND_NONE
-                      : hx_pipeline_strand(m->par.pipeline_schedule, m->mesh.pp, mb)
-                          ? HX_STRAND_BETA : HX_STRAND_ALPHA;
+    m->base.g->cur.phase = phase;
+    m->base.g->cur.microbatch = mb;
+    m->base.g->cur.layer = layer;
+    m->base.g->cur.strand = !m->base.strands ? HX_STRAND_NONE
+                            : hx_pipeline_strand(m->base.par.pipeline_schedule, m->base.mesh.pp, mb)
+                                ? HX_STRAND_BETA : HX_STRAND_ALPHA;
 }
 
 /* The forward of chunk c of micro-batch mb in three pieces: its input (the embedding, or the
@@ -209,9 +209,9 @@ void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
 void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
 {
     const struct hx_gpt_config *cf = &m->cfg;
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->pfull;
-    int tp0 = m->mesh.tp_rank == 0, a = m->cv[c], lo = m->clo[c];
+    int tp0 = m->base.mesh.tp_rank == 0, a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_take_layer(m, mb, lo);
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
@@ -224,11 +224,11 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
             hx_gpt_dist_gather_params(m, l);
         }
         hx_tensor_t wpe = hx_gpt_pt(P, m->p_wpe); /* none with rotary positions */
-        if (m->mesh.tp == 1 && wpe != NULL) {
+        if (m->base.mesh.tp == 1 && wpe != NULL) {
             hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len);
         } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
             hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len,
-                            m->mesh.tp_rank * m->V, cf->vocab_size, tp0 && wpe != NULL);
+                            m->base.mesh.tp_rank * m->V, cf->vocab_size, tp0 && wpe != NULL);
         }
         hx_gpt_tp_reduce(m, m->emb, m->emb_part);
     } else { /* the previous virtual stage's output, tile by tile (sequence shards under SP) */
@@ -244,9 +244,9 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
  * MLP's activation: what the backward reads, so also what full recomputation runs again. */
 void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
 {
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->pfull;
-    int tp0 = m->mesh.tp_rank == 0;
+    int tp0 = m->base.mesh.tp_rank == 0;
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t ln1 = hx_gpt_tp_gather(m, al->ln1g, al->ln1);
     hx_linear_fwd(g, al->qkv, ln1, P[hx_gpt_pi(m, l, P_QKV_W)],
@@ -268,10 +268,10 @@ void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
 void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
 {
     const struct hx_gpt_config *cf = &m->cfg;
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->pfull;
-    int tp0 = m->mesh.tp_rank == 0;
-    int lo = m->clo[c], hi = m->chi[c], last = l + 1 == cf->num_layers;
+    int tp0 = m->base.mesh.tp_rank == 0;
+    int lo = m->base.clo[c], hi = m->base.chi[c], last = l + 1 == cf->num_layers;
     if (l + 1 < hi) { /* this layer's last op writes the next one's LayerNorm */
         hx_gpt_take_layer(m, mb, l + 1);
     }
@@ -304,11 +304,11 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
 
 void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
 {
-    hx_graph_t g = m->g;
-    int b = m->cv[c] + m->cvn[c] - 1, hi = m->chi[c];
+    hx_graph_t g = m->base.g;
+    int b = m->base.cv[c] + m->base.cvn[c] - 1, hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
-    if (b + 1 < m->nvs) {
+    if (b + 1 < m->base.nvs) {
         hx_send_tiles(g, hx_gpt_edge_channel(m, b, 0), m->res_out[hi - 1],
                       hx_gpt_vstage_rank(m, b + 1));
         return;
@@ -438,22 +438,22 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
         return ret;
     }
     struct hx_gpt *m = calloc(1, sizeof *m);
-    if (m == NULL || (m->g = hx_graph_create()) == NULL) {
+    if (m == NULL || (m->base.g = hx_graph_create()) == NULL) {
         free(m);
         return HX_ERR(HX_ENOMEM, "GPT model struct");
     }
     m->cfg = *cfg;
     m->opt = *o;
-    m->mesh = *mesh;
+    m->base.mesh = *mesh;
     if (par != NULL) {
-        m->par = *par;
+        m->base.par = *par;
     }
-    m->par.mesh = &m->mesh;
-    m->par.prefetch |= (m->par.sched_needs & HX_SCHED_NEEDS_PREFETCH) != 0;
+    m->base.par.mesh = &m->base.mesh;
+    m->base.par.prefetch |= (m->base.par.sched_needs & HX_SCHED_NEEDS_PREFETCH) != 0;
     if (m->cfg.max_seq_len == 0) {
         m->cfg.max_seq_len = cfg->seq_len;
     }
-    m->cfg.tile_seqs = tile_seqs_of(cfg, &m->mesh, tpo);
+    m->cfg.tile_seqs = tile_seqs_of(cfg, &m->base.mesh, tpo);
     if (m->cfg.ln_eps == 0) {
         m->cfg.ln_eps = 1e-5f;
     }
@@ -462,7 +462,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     const struct hx_gpt_config *mc = &m->cfg;
     int F = mc->ffn_hidden_size ? mc->ffn_hidden_size : 4 * mc->hidden_size;
     int G = mc->num_query_groups ? mc->num_query_groups : mc->num_heads;
-    int tp = m->mesh.tp, hs = mc->hidden_size / mc->num_heads;
+    int tp = m->base.mesh.tp, hs = mc->hidden_size / mc->num_heads;
     m->rope_base = mc->rotary_base != 0 ? mc->rotary_base : 10000.0f;
     m->heads = mc->num_heads / tp;
     m->kv_heads = G / tp;
@@ -470,78 +470,79 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->ffn_cols = F / tp;
     m->fc_cols = (mc->swiglu ? 2 : 1) * m->ffn_cols;
     m->N = cfg->seq_len * cfg->micro_batch_size;
-    m->Ns = m->mesh.sequence_parallel ? m->N / m->mesh.tp : m->N;
-    m->Ml = cfg->num_micro_batches / m->mesh.dp;
-    m->V = cfg->vocab_size / m->mesh.tp;
-    int s = m->mesh.pp_rank, p = m->mesh.pp, sched = m->par.pipeline_schedule;
-    m->nvs = hx_pipeline_virtual_stages(sched, p);
-    m->Lc = cfg->num_layers / m->nvs;
-    m->nchunks = hx_pipeline_chunks(sched, p, s, m->cv, m->cvn);
-    for (int c = 0; c < m->nchunks; c++) {
-        m->clo[c] = m->cv[c] * m->Lc;
-        m->chi[c] = (m->cv[c] + m->cvn[c]) * m->Lc;
+    m->Ns = m->base.mesh.sequence_parallel ? m->N / m->base.mesh.tp : m->N;
+    m->base.Ml = cfg->num_micro_batches / m->base.mesh.dp;
+    m->V = cfg->vocab_size / m->base.mesh.tp;
+    int s = m->base.mesh.pp_rank, p = m->base.mesh.pp, sched = m->base.par.pipeline_schedule;
+    m->base.nvs = hx_pipeline_virtual_stages(sched, p);
+    m->base.Lc = cfg->num_layers / m->base.nvs;
+    m->base.nchunks = hx_pipeline_chunks(sched, p, s, m->base.cv, m->base.cvn);
+    for (int c = 0; c < m->base.nchunks; c++) {
+        m->base.clo[c] = m->base.cv[c] * m->base.Lc;
+        m->base.chi[c] = (m->base.cv[c] + m->base.cvn[c]) * m->base.Lc;
     }
-    m->first_stage = hx_gpt_vstage_rank(m, 0) == s;
-    m->last_stage = hx_gpt_vstage_rank(m, m->nvs - 1) == s;
-    m->wte_copies = hx_gpt_vstage_rank(m, 0) != hx_gpt_vstage_rank(m, m->nvs - 1) ? 2 : 1;
+    m->base.first_stage = hx_gpt_vstage_rank(m, 0) == s;
+    m->base.last_stage = hx_gpt_vstage_rank(m, m->base.nvs - 1) == s;
+    m->wte_copies = hx_gpt_vstage_rank(m, 0) != hx_gpt_vstage_rank(m, m->base.nvs - 1) ? 2 : 1;
     /* micro-batches in flight, each with its slot (1F1B: p - s); interleaving strands lets
      * one more micro-batch start before another ends */
-    m->strands = m->par.strands ? 2 : 0;
-    m->nslots = hx_pipeline_in_flight(sched, p, s, m->Ml) + (m->strands ? 1 : 0);
-    m->nslots = m->nslots < m->Ml ? m->nslots : m->Ml;
+    m->base.strands = m->base.par.strands ? 2 : 0;
+    m->nslots = hx_pipeline_in_flight(sched, p, s, m->base.Ml) + (m->base.strands ? 1 : 0);
+    m->nslots = m->nslots < m->base.Ml ? m->nslots : m->base.Ml;
     int lanes[HX_GROUP_COUNT];
     for (int k = 0; k < HX_GROUP_COUNT; k++) { /* a group inside one node talks intra-node */
-        lanes[k] = m->mesh.groups[k].intra_node ? HX_LANE_COMM_INTRA : HX_LANE_COMM_INTER;
+        lanes[k] = m->base.mesh.groups[k].intra_node ? HX_LANE_COMM_INTRA : HX_LANE_COMM_INTER;
     }
-    hx_collectives_set_lanes(m->g, lanes, HX_GROUP_COUNT);
+    hx_collectives_set_lanes(m->base.g, lanes, HX_GROUP_COUNT);
     make_params(m);
-    m->recompute = m->par.recompute;
+    m->recompute = m->base.par.recompute;
     hx_gpt_make_activations(m);
     hx_gpt_dist_prefetch_depth(m);
     hx_gpt_dist_tensors(m);
 
     hx_gpt_emit_zero(m);
-    hx_gpt_emit_micro_batches(m);
+    m->base.ops = &hx_gpt_model_ops;
+    hx_schedule_emit(&m->base);
     hx_gpt_use_mb(m, 0);
     hx_gpt_dist_after_backward(m);
     hx_gpt_emit_grad_norm(m);
-    m->first_opt_node = m->g->nnodes;
+    m->first_opt_node = m->base.g->nnodes;
     hx_gpt_emit_adamw(m);
     hx_gpt_dist_after_adamw(m);
     /* evaluation's tail, never part of a training step: the loss of micro-batch 0 with the
      * logits left intact (sampling reads them) */
-    m->eval_begin = m->g->nnodes;
-    m->g->cur.phase = HX_PHASE_FORWARD;
-    m->g->cur.microbatch = 0;
-    m->g->cur.layer = -1;
-    m->g->cur.strand = HX_STRAND_NONE;
-    if (m->last_stage) {
+    m->eval_begin = m->base.g->nnodes;
+    m->base.g->cur.phase = HX_PHASE_FORWARD;
+    m->base.g->cur.microbatch = 0;
+    m->base.g->cur.layer = -1;
+    m->base.g->cur.strand = HX_STRAND_NONE;
+    if (m->base.last_stage) {
         hx_gpt_emit_loss(m, m->targets[0], 0);
     }
     if (p > 1) { /* the loss lives on the last stage; every rank reports it */
-        hx_allreduce(m->g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM);
+        hx_allreduce(m->base.g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM);
     }
     /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
      * (the backward's data path) before work that can wait (weight gradients); collectives
      * go before everything, so a ready one is posted at once and its transfer overlaps */
     struct hx_deps d;
-    if (hx_graph_deps(m->g, &d) == HX_OK) {
-        hx_graph_prioritize(m->g, &d, 1000);
+    if (hx_graph_deps(m->base.g, &d) == HX_OK) {
+        hx_graph_prioritize(m->base.g, &d, 1000);
         hx_deps_free(&d);
     }
     if (p > 1) {
-        hx_gpt_schedule_priorities(m);
+        hx_schedule_priorities(&m->base);
     }
-    for (int i = 0; i < m->g->nnodes; i++) {
-        if (m->g->nodes[i].kind == HX_KIND_COMM) {
-            m->g->nodes[i].priority = 1001;
+    for (int i = 0; i < m->base.g->nnodes; i++) {
+        if (m->base.g->nodes[i].kind == HX_KIND_COMM) {
+            m->base.g->nodes[i].priority = 1001;
         }
     }
     /* serial-comm's barriers, once the order is final and after the priorities, which stay
      * hx-prio's: over each range submitted as one, the step and evaluation's tail */
-    if (m->par.sched_needs & HX_SCHED_NEEDS_SERIAL_COMM) {
-        hx_graph_serialize_comm(m->g, 0, m->eval_begin);
-        hx_graph_serialize_comm(m->g, m->eval_begin, m->g->nnodes);
+    if (m->base.par.sched_needs & HX_SCHED_NEEDS_SERIAL_COMM) {
+        hx_graph_serialize_comm(m->base.g, 0, m->eval_begin);
+        hx_graph_serialize_comm(m->base.g, m->eval_begin, m->base.g->nnodes);
     }
     *out = m;
     return HX_OK;
@@ -557,7 +558,7 @@ void hx_gpt_destroy(hx_gpt_t m)
     if (m == NULL) {
         return;
     }
-    hx_graph_destroy(m->g);
+    hx_graph_destroy(m->base.g);
     free(m->params);
     free(m->grads);
     free(m->adam_m);
@@ -566,6 +567,6 @@ void hx_gpt_destroy(hx_gpt_t m)
     hx_gpt_dist_free(m);
     free(m->spec);
     free(m->pix);
-    free(m->item_first);
+    free(m->base.item_first);
     free(m);
 }

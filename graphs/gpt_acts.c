@@ -27,7 +27,7 @@
 hx_tensor_t hx_gpt_act(struct hx_gpt *m, const char *name, int cols)
 {
     int tile = m->cfg.seq_len * m->cfg.tile_seqs;
-    return hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, m->N, cols, tile);
+    return hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_ACTIVATION, m->N, cols, tile);
 }
 
 hx_tensor_t hx_gpt_actf(struct hx_gpt *m, int cols, const char *fmt, int l)
@@ -43,19 +43,20 @@ hx_tensor_t hx_gpt_actf(struct hx_gpt *m, int cols, const char *fmt, int l)
  * layout of helix/tp_overlap.h). */
 hx_tensor_t hx_gpt_actf_s(struct hx_gpt *m, int cols, const char *fmt, int l)
 {
-    if (!m->mesh.sequence_parallel) {
+    if (!m->base.mesh.sequence_parallel) {
         return hx_gpt_actf(m, cols, fmt, l);
     }
     char name[HX_NAME_MAX];
     snprintf(name, sizeof name, fmt, l);
-    int tile = m->cfg.seq_len * m->cfg.tile_seqs / (m->par.tp_comm_overlap ? 1 : m->mesh.tp);
-    return hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, m->Ns, cols, tile);
+    int tile = m->cfg.seq_len * m->cfg.tile_seqs /
+               (m->base.par.tp_comm_overlap ? 1 : m->base.mesh.tp);
+    return hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_ACTIVATION, m->Ns, cols, tile);
 }
 
 /* The full (N rows) companion of shard @p s: its own tensor under SP, else @p s itself. */
 hx_tensor_t hx_gpt_full_of(struct hx_gpt *m, hx_tensor_t s, const char *suffix)
 {
-    if (!m->mesh.sequence_parallel) {
+    if (!m->base.mesh.sequence_parallel) {
         return s;
     }
     char name[HX_NAME_MAX];
@@ -81,7 +82,7 @@ static const char *nth_name(char *buf, size_t len, const char *name, int k)
 static int set_new(struct hx_gpt *m, int l)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int C = c->hidden_size, tp = m->mesh.tp, Cl = C / tp, k = m->named[l]++;
+    int C = c->hidden_size, tp = m->base.mesh.tp, Cl = C / tp, k = m->named[l]++;
     if (m->nsets == m->cap_sets) {
         m->cap_sets = m->cap_sets ? 2 * m->cap_sets : 16;
         m->sets = realloc(m->sets, sizeof *m->sets * (size_t)m->cap_sets);
@@ -149,10 +150,10 @@ static void make_slot(struct hx_gpt *m, int k)
     int C = c->hidden_size;
     char b[HX_NAME_MAX];
 #define NAME(what) nth_name(b, sizeof b, what, k)
-    S->emb = hx_gpt_actf_s(m, C, NAME(m->first_stage ? "emb" : "stage_in"), 0);
-    S->emb_part = m->first_stage ? hx_gpt_full_of(m, S->emb, ".part") : NULL;
-    S->in2 = m->nchunks > 1 ? hx_gpt_actf_s(m, C, NAME("stage_in2"), 0) : NULL;
-    if (m->last_stage) {
+    S->emb = hx_gpt_actf_s(m, C, NAME(m->base.first_stage ? "emb" : "stage_in"), 0);
+    S->emb_part = m->base.first_stage ? hx_gpt_full_of(m, S->emb, ".part") : NULL;
+    S->in2 = m->base.nchunks > 1 ? hx_gpt_actf_s(m, C, NAME("stage_in2"), 0) : NULL;
+    if (m->base.last_stage) {
         S->lnf = hx_gpt_actf_s(m, C, NAME("lnf"), 0);
         S->lnf_mean = c->normalization == HX_NORM_LAYERNORM /* RMSNorm keeps no mean */
                           ? hx_gpt_actf_s(m, 1, NAME("lnf_mean"), 0) : NULL;
@@ -201,11 +202,11 @@ void hx_gpt_use_mb(struct hx_gpt *m, int mb)
 void hx_gpt_make_activations(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int C = c->hidden_size, L = c->num_layers, tp = m->mesh.tp, Cl = C / tp;
-    m->tokens = calloc((size_t)m->Ml, sizeof(hx_tensor_t));
-    m->targets = calloc((size_t)m->Ml, sizeof(hx_tensor_t));
+    int C = c->hidden_size, L = c->num_layers, tp = m->base.mesh.tp, Cl = C / tp;
+    m->tokens = calloc((size_t)m->base.Ml, sizeof(hx_tensor_t));
+    m->targets = calloc((size_t)m->base.Ml, sizeof(hx_tensor_t));
     m->slots = calloc((size_t)m->nslots, sizeof(struct gpt_slot));
-    m->set_of = malloc(sizeof(int) * (size_t)m->Ml * L);
+    m->set_of = malloc(sizeof(int) * (size_t)m->base.Ml * L);
     m->named = calloc((size_t)L, sizeof(int));
     m->layers = calloc((size_t)L, sizeof(struct gpt_layer_acts));
     m->res_out = calloc((size_t)L, sizeof(hx_tensor_t));
@@ -213,24 +214,24 @@ void hx_gpt_make_activations(struct hx_gpt *m)
     m->dres_mid = calloc((size_t)L, sizeof(hx_tensor_t));
     HX_ASSERT(m->tokens && m->targets && m->slots && m->set_of && m->named && m->layers &&
                   m->res_out && m->dres && m->dres_mid, "out of memory");
-    for (int i = 0; i < m->Ml * L; i++) {
+    for (int i = 0; i < m->base.Ml * L; i++) {
         m->set_of[i] = -1;
     }
     int tile = c->seq_len * c->tile_seqs;
-    for (int mb = 0; mb < m->Ml; mb++) {
+    for (int mb = 0; mb < m->base.Ml; mb++) {
         char name[HX_NAME_MAX];
         snprintf(name, sizeof name, "tokens.mb%d", mb);
-        m->tokens[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
+        m->tokens[mb] = hx_graph_tensor(m->base.g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
         snprintf(name, sizeof name, "targets.mb%d", mb);
-        m->targets[mb] = hx_graph_tensor(m->g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
+        m->targets[mb] = hx_graph_tensor(m->base.g, name, HX_I32, HX_ROLE_INPUT, m->N, 1, tile);
     }
     for (int k = 0; k < m->nslots; k++) {
         make_slot(m, k);
     }
     for (int l = 0; l < L; l++) { /* this stage's layers only */
         int mine = 0;
-        for (int ch = 0; ch < m->nchunks; ch++) {
-            mine |= l >= m->clo[ch] && l < m->chi[ch];
+        for (int ch = 0; ch < m->base.nchunks; ch++) {
+            mine |= l >= m->base.clo[ch] && l < m->base.chi[ch];
         }
         if (mine) {
             m->dres[l] = hx_gpt_actf_s(m, C, "h%d.dres", l);
@@ -248,24 +249,25 @@ void hx_gpt_make_activations(struct hx_gpt *m)
         m->bwd[p].dqkv = hx_gpt_actf(m, m->qkv_cols, "bwd%d.dqkv", p);
     }
     m->branch_out = hx_gpt_act(m, "branch_out", C);
-    m->branch_s = m->mesh.sequence_parallel ? hx_gpt_actf_s(m, C, "branch_s", 0) : m->branch_out;
-    if (m->last_stage) {
+    m->branch_s = m->base.mesh.sequence_parallel ? hx_gpt_actf_s(m, C, "branch_s", 0)
+                                                 : m->branch_out;
+    if (m->base.last_stage) {
         m->dlnf = hx_gpt_actf_s(m, C, "dlnf", 0);
         m->dlnf_part = hx_gpt_full_of(m, m->dlnf, ".part");
     }
     /* the gradient of a chunk's output: from the head, or received from the next stage */
     m->dtop = hx_gpt_actf_s(m, C, "dtop", 0);
-    if (m->mesh.sequence_parallel) {
+    if (m->base.mesh.sequence_parallel) {
         m->dy_full = hx_gpt_act(m, "dy.full", C);
         m->dmid_full = hx_gpt_act(m, "dres_mid.full", C);
     }
-    if (tp > 1 && m->last_stage) { /* every vocabulary shard's (lse, target logit) per row */
+    if (tp > 1 && m->base.last_stage) { /* every vocabulary shard's (lse, target logit) per row */
         m->xent_stats = hx_gpt_act(m, "xent_stats", 2);
-        m->xent_all = hx_graph_tensor(m->g, "xent_stats.all", HX_F32, HX_ROLE_ACTIVATION,
+        m->xent_all = hx_graph_tensor(m->base.g, "xent_stats.all", HX_F32, HX_ROLE_ACTIVATION,
                                       tp * m->N, 2, tp * tile);
     }
-    m->loss_sum = hx_graph_tensor(m->g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
-    m->gnorm_sumsq = hx_graph_tensor(m->g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+    m->loss_sum = hx_graph_tensor(m->base.g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+    m->gnorm_sumsq = hx_graph_tensor(m->base.g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
     hx_gpt_recompute_tensors(m);
     hx_gpt_use_mb(m, 0);
 }

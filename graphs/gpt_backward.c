@@ -31,9 +31,9 @@ static void norm_bwd(struct hx_gpt *m, hx_tensor_t dinp, hx_tensor_t dout, hx_te
                      hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid, int wi, int bi,
                      int mb)
 {
-    m->g->cur.phase = HX_PHASE_BACKWARD_DATA;
+    m->base.g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_gpt_norm_bwd_data(m, dinp, dout, inp, mean, rstd, resid, wi);
-    m->g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+    m->base.g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_gpt_norm_bwd_weight(m, dout, inp, mean, rstd, wi, bi);
     done(m, wi, bi, mb);
 }
@@ -43,15 +43,15 @@ static void linear_bwd_weight(struct hx_gpt *m, int l, int kw, int kb, hx_tensor
                               hx_tensor_t inp, int mb)
 {
     int w = hx_gpt_pi(m, l, kw), b = hx_gpt_pi(m, l, kb);
-    m->g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(m->g, m->gfull[w], hx_gpt_pt(m->gfull, b), dout, inp);
+    m->base.g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
+    hx_linear_bwd_weight(m->base.g, m->gfull[w], hx_gpt_pt(m->gfull, b), dout, inp);
     done(m, w, b, mb);
-    m->g->cur.phase = HX_PHASE_BACKWARD_DATA;
+    m->base.g->cur.phase = HX_PHASE_BACKWARD_DATA;
 }
 
 static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_tensor_t x)
 {
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     struct gpt_layer_acts *a = &m->layers[l];
     struct gpt_bwd_temps *t = &m->bwd[l % 2];
     hx_tensor_t *P = m->pfull;
@@ -90,16 +90,16 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
  * activations back; the gradient of its input (sent back, or the embedding's). */
 void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
 {
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->pfull, *G = m->gfull;
-    int L = m->cfg.num_layers, b = m->cv[c] + m->cvn[c] - 1;
+    int L = m->cfg.num_layers, b = m->base.cv[c] + m->base.cvn[c] - 1;
     int head = m->p_head >= 0 ? m->p_head : m->p_wte; /* the output layer: tied wte, or own */
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
-    if (c == m->nchunks - 1) { /* the micro-batch's first backward on this stage */
+    if (c == m->base.nchunks - 1) { /* the micro-batch's first backward on this stage */
         hx_gpt_dist_backward_begin(m, -1, mb);
     }
-    if (b + 1 < m->nvs) { /* the gradient of this chunk's output, from the next stage */
+    if (b + 1 < m->base.nvs) { /* the gradient of this chunk's output, from the next stage */
         hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_gpt_vstage_rank(m, b + 1));
         return;
     }
@@ -109,7 +109,7 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
     hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[head], NULL, m->logits, m->lnfg);
-    if (head != m->p_wte || !m->first_stage) { /* this copy gets no lookup gradient */
+    if (head != m->p_wte || !m->base.first_stage) { /* this copy gets no lookup gradient */
         hx_gpt_dist_grad_done(m, head, mb);
     }
     norm_bwd(m, m->dtop, m->dlnf, m->res_out[L - 1], m->lnf_mean, m->lnf_rstd, NULL,
@@ -118,7 +118,7 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
 
 void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
 {
-    int lo = m->clo[c], hi = m->chi[c];
+    int lo = m->base.clo[c], hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
     hx_gpt_dist_backward_begin(m, l, mb); /* its parameters, before a recomputation reads them */
@@ -133,9 +133,9 @@ void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
 void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
 {
     const struct hx_gpt_config *cf = &m->cfg;
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     hx_tensor_t *G = m->gfull;
-    int a = m->cv[c], lo = m->clo[c];
+    int a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (a > 0) { /* the gradient of the chunk's input, to the previous virtual stage */
@@ -151,11 +151,11 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->dres[0]);
     hx_tensor_t dwpe = hx_gpt_pt(G, m->p_wpe); /* none with rotary positions */
-    if (m->mesh.tp == 1 && dwpe != NULL) {
+    if (m->base.mesh.tp == 1 && dwpe != NULL) {
         hx_embed_bwd(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len);
     } else {
         hx_embed_bwd_vp(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len,
-                        m->mesh.tp_rank * m->V, cf->vocab_size);
+                        m->base.mesh.tp_rank * m->V, cf->vocab_size);
     }
     done(m, m->p_wte, m->p_wpe, mb);
     hx_gpt_dist_backward_end(m, mb);

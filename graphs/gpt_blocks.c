@@ -20,9 +20,9 @@ void hx_gpt_norm_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t mean, hx_ten
 {
     hx_tensor_t *P = m->pfull;
     if (rms(m)) {
-        hx_rmsnorm_fwd(m->g, out, rstd, x, P[wi], m->cfg.ln_eps);
+        hx_rmsnorm_fwd(m->base.g, out, rstd, x, P[wi], m->cfg.ln_eps);
     } else {
-        hx_layernorm_fwd(m->g, out, mean, rstd, x, P[wi], P[bi], m->cfg.ln_eps);
+        hx_layernorm_fwd(m->base.g, out, mean, rstd, x, P[wi], P[bi], m->cfg.ln_eps);
     }
 }
 
@@ -31,9 +31,9 @@ void hx_gpt_add_norm_fwd(struct hx_gpt *m, hx_tensor_t sum, hx_tensor_t out, hx_
 {
     hx_tensor_t *P = m->pfull;
     if (rms(m)) {
-        hx_add_rmsnorm_fwd(m->g, sum, out, rstd, a, b, P[wi], m->cfg.ln_eps);
+        hx_add_rmsnorm_fwd(m->base.g, sum, out, rstd, a, b, P[wi], m->cfg.ln_eps);
     } else {
-        hx_add_layernorm_fwd(m->g, sum, out, mean, rstd, a, b, P[wi], P[bi], m->cfg.ln_eps);
+        hx_add_layernorm_fwd(m->base.g, sum, out, mean, rstd, a, b, P[wi], P[bi], m->cfg.ln_eps);
     }
 }
 
@@ -41,9 +41,9 @@ void hx_gpt_norm_bwd_data(struct hx_gpt *m, hx_tensor_t dinp, hx_tensor_t dout, 
                           hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid, int wi)
 {
     if (rms(m)) {
-        hx_rmsnorm_bwd_data(m->g, dinp, dout, inp, m->pfull[wi], rstd, resid);
+        hx_rmsnorm_bwd_data(m->base.g, dinp, dout, inp, m->pfull[wi], rstd, resid);
     } else {
-        hx_layernorm_bwd_data(m->g, dinp, dout, inp, m->pfull[wi], mean, rstd, resid);
+        hx_layernorm_bwd_data(m->base.g, dinp, dout, inp, m->pfull[wi], mean, rstd, resid);
     }
 }
 
@@ -52,9 +52,9 @@ void hx_gpt_norm_bwd_weight(struct hx_gpt *m, hx_tensor_t dout, hx_tensor_t inp,
 {
     hx_tensor_t *G = m->gfull;
     if (rms(m)) {
-        hx_rmsnorm_bwd_weight(m->g, G[wi], dout, inp, rstd);
+        hx_rmsnorm_bwd_weight(m->base.g, G[wi], dout, inp, rstd);
     } else {
-        hx_layernorm_bwd_weight(m->g, G[wi], G[bi], dout, inp, mean, rstd);
+        hx_layernorm_bwd_weight(m->base.g, G[wi], G[bi], dout, inp, mean, rstd);
     }
 }
 
@@ -63,7 +63,7 @@ void hx_gpt_rope_fwd(struct hx_gpt *m, hx_tensor_t qkv)
 {
     const struct hx_gpt_config *c = &m->cfg;
     if (c->position_embedding == HX_POS_ROPE) {
-        hx_rope_fwd(m->g, qkv, c->seq_len, m->heads, m->kv_heads, m->rope_base);
+        hx_rope_fwd(m->base.g, qkv, c->seq_len, m->heads, m->kv_heads, m->rope_base);
     }
 }
 
@@ -71,9 +71,9 @@ void hx_gpt_attention_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t lse, hx
 {
     const struct hx_gpt_config *c = &m->cfg;
     if (m->kv_heads == m->heads) {
-        hx_attention_fwd(m->g, out, lse, qkv, c->seq_len, m->heads, c->attn_block);
+        hx_attention_fwd(m->base.g, out, lse, qkv, c->seq_len, m->heads, c->attn_block);
     } else {
-        hx_gqa_attention_fwd(m->g, out, lse, qkv, c->seq_len, m->heads, m->kv_heads,
+        hx_gqa_attention_fwd(m->base.g, out, lse, qkv, c->seq_len, m->heads, m->kv_heads,
                              c->attn_block);
     }
 }
@@ -84,13 +84,13 @@ void hx_gpt_attention_bwd(struct hx_gpt *m, hx_tensor_t dqkv, hx_tensor_t qkv, h
 {
     const struct hx_gpt_config *c = &m->cfg;
     if (m->kv_heads == m->heads) {
-        hx_attention_bwd(m->g, dqkv, qkv, out, dout, lse, c->seq_len, m->heads, c->attn_block);
+        hx_attention_bwd(m->base.g, dqkv, qkv, out, dout, lse, c->seq_len, m->heads, c->attn_block);
     } else {
-        hx_gqa_attention_bwd(m->g, dqkv, qkv, out, dout, lse, c->seq_len, m->heads,
+        hx_gqa_attention_bwd(m->base.g, dqkv, qkv, out, dout, lse, c->seq_len, m->heads,
                              m->kv_heads, c->attn_block);
     }
     if (c->position_embedding == HX_POS_ROPE) {
-        hx_rope_bwd(m->g, dqkv, c->seq_len, m->heads, m->kv_heads, m->rope_base);
+        hx_rope_bwd(m->base.g, dqkv, c->seq_len, m->heads, m->kv_heads, m->rope_base);
     }
 }
 
@@ -100,10 +100,10 @@ void hx_gpt_mlp_in_fwd(struct hx_gpt *m, int l, hx_tensor_t fch, hx_tensor_t act
     hx_tensor_t *P = m->pfull;
     hx_tensor_t w = P[hx_gpt_pi(m, l, P_FC_W)], b = hx_gpt_pt(P, hx_gpt_pi(m, l, P_FC_B));
     if (m->cfg.swiglu) {
-        hx_linear_fwd(m->g, fch, x, w, b);
-        hx_swiglu_fwd(m->g, act, fch);
+        hx_linear_fwd(m->base.g, fch, x, w, b);
+        hx_swiglu_fwd(m->base.g, act, fch);
     } else {
-        hx_linear_gelu_fwd(m->g, fch, act, x, w, b);
+        hx_linear_gelu_fwd(m->base.g, fch, act, x, w, b);
     }
 }
 
@@ -111,17 +111,17 @@ void hx_gpt_mlp_in_fwd(struct hx_gpt *m, int l, hx_tensor_t fch, hx_tensor_t act
 void hx_gpt_mlp_act_fwd(struct hx_gpt *m, hx_tensor_t act, hx_tensor_t fch)
 {
     if (m->cfg.swiglu) {
-        hx_swiglu_fwd(m->g, act, fch);
+        hx_swiglu_fwd(m->base.g, act, fch);
     } else {
-        hx_gelu_fwd(m->g, act, fch);
+        hx_gelu_fwd(m->base.g, act, fch);
     }
 }
 
 void hx_gpt_mlp_act_bwd(struct hx_gpt *m, hx_tensor_t dfch, hx_tensor_t fch, hx_tensor_t dact)
 {
     if (m->cfg.swiglu) {
-        hx_swiglu_bwd(m->g, dfch, fch, dact);
+        hx_swiglu_bwd(m->base.g, dfch, fch, dact);
     } else {
-        hx_gelu_bwd(m->g, dfch, fch, dact);
+        hx_gelu_bwd(m->base.g, dfch, fch, dact);
     }
 }

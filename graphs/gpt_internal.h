@@ -2,10 +2,15 @@
 /* graphs/gpt_internal.h: the GPT model's tensors, shared by gpt.c (forward, build),
  * gpt_backward.c, optimizer.c and gpt_params.c.  Activations are one set reused by every
  * micro-batch (StarPU orders the reuse); backward temporaries alternate between two sets by
- * layer parity so layer l's weight gradients overlap layer l-1's data path. */
+ * layer parity so layer l's weight gradients overlap layer l-1's data path.  What the
+ * model-agnostic passes read (graph, mesh, pipeline layout, strands) is the struct hx_model
+ * at the head of struct hx_gpt (graphs/model_internal.h): m->base. */
 #ifndef HX_GPT_INTERNAL_H
 #define HX_GPT_INTERNAL_H
 
+#include <stddef.h>
+
+#include "graphs/model_internal.h"
 #include "helix/gpt.h"
 #include "helix/model.h"
 
@@ -90,21 +95,15 @@ struct gpt_grad_queue {
 };
 
 struct hx_gpt {
+    /* first, so hx_gpt_of gets the model back from what a pass hands its emitters: the graph
+     * g, mesh, par, Ml, the pipeline layout (nvs, Lc, nchunks, cv, cvn, clo, chi,
+     * first_stage, last_stage), strands and the schedule's records */
+    struct hx_model base;
     struct hx_gpt_config cfg;
     struct hx_optim_config opt;
-    struct hx_mesh mesh;
-    struct hx_parallel_config par;
-    hx_graph_t g;
     int N;                               /* rows per micro-batch = B*T */
     int Ns;                              /* rows of a sequence shard: N/tp with SP, else N */
-    int Ml;                              /* micro-batches of this rank: M/dp */
     int V;                               /* this rank's vocabulary shard: V/tp */
-    /* pipeline: the layers are cut into nvs virtual stages of Lc layers (include/helix/
-     * pipeline.h); this stage runs nchunks chunks, chunk c = virtual stages cv[c] ..
-     * cv[c]+cvn[c]-1 = layers [clo[c], chi[c]) */
-    int nvs, Lc, nchunks;
-    int cv[2], cvn[2], clo[2], chi[2];
-    int first_stage, last_stage;         /* holds the embedding / the head and the loss */
     int wte_copies;                      /* 2: first and last stage each hold the tied wte */
     int nslots;                          /* micro-batches in flight */
     struct gpt_slot *slots;
@@ -112,13 +111,6 @@ struct hx_gpt {
      * (-1: none now); named[l] counts the sets first used by layer l (for their names) */
     struct gpt_set *sets;
     int nsets, cap_sets, *free_sets, nfree, *set_of, *named, live_sets, peak_sets;
-    int strands;                         /* 2: forward and backward interleaved by layer */
-    int si_pairs, planned, si_uncoupled; /* (forward, backward) layer pairs in SI blocks;
-                                          * those a strand plan was applied to; those in
-                                          * blocks no plan may couple (may_couple) */
-    int *item_first, nitems;             /* the stage's schedule items (a chunk task or an SI
-                                          * block) in order: item k is nodes [item_first[k],
-                                          * item_first[k + 1]) */
     /* this rank's widths (tensor parallelism divides each): attention heads and key/value
      * heads, qkv's columns (NH + 2 G) hs / tp, the MLP's fc outputs (2F with SwiGLU, else F)
      * / tp and its activation's F / tp */
@@ -185,10 +177,14 @@ struct hx_gpt {
     hx_tensor_t loss_sum, gnorm_sumsq;   /* (1,1) f64 */
     int first_opt_node;
     int zero_loss_node;                  /* the fill of loss_sum */
-    int fwd0[2][2], nfwd0;               /* micro-batch 0's forward up to the logits: node
-                                          * ranges [begin, end), one per chunk */
     int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
+
+/* The GPT model a pass's struct hx_model belongs to (base is its first member) */
+static inline struct hx_gpt *hx_gpt_of(struct hx_model *b)
+{
+    return (struct hx_gpt *)((char *)b - offsetof(struct hx_gpt, base));
+}
 
 /* graphs/gpt_spec.c: spec[], nparams and the indices above, in the documented order */
 void hx_gpt_param_specs(struct hx_gpt *m);
@@ -235,7 +231,8 @@ void hx_gpt_use_mb(struct hx_gpt *m, int mb);            /* the model's fields s
 
 /* graphs/gpt.c, graphs/gpt_backward.c: one chunk's forward or backward of a micro-batch in
  * pieces, so two can be interleaved layer by layer (strands): begin (input), each layer
- * (forward lo..hi-1, backward hi-1..lo), end (output) */
+ * (forward lo..hi-1, backward hi-1..lo), end (output).  The schedule pass calls them in its
+ * order through hx_gpt_model_ops (graphs/gpt_model.c); nothing else calls them. */
 void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c);
 void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l);
 void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x); /* ln1 .. GELU of layer l */
@@ -254,9 +251,10 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c);
 void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer);
 /* The loss of the logits (with @p grad, the logits become their gradient) */
 void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad);
-/* graphs/gpt_order.c: every micro-batch's forward and backward, in the stage's order */
-void hx_gpt_emit_micro_batches(struct hx_gpt *m);
-void hx_gpt_schedule_priorities(struct hx_gpt *m);
+/* graphs/gpt_model.c: the chunk emitters above and the training loss (hx_gpt_emit_loss of
+ * the micro-batch's targets, with the gradient) as struct hx_model_ops, for the schedule
+ * pass (graphs/schedule.c); hx_gpt_build_parallel sets base.ops to it */
+extern const struct hx_model_ops hx_gpt_model_ops;
 /* graphs/gpt.c: the stage running virtual stage v; the channels of the edge v -> v+1 */
 int hx_gpt_vstage_rank(const struct hx_gpt *m, int v);
 int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);

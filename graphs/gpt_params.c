@@ -15,7 +15,7 @@
 
 hx_graph_t hx_gpt_graph(hx_gpt_t m)
 {
-    return m->g;
+    return m->base.g;
 }
 
 const struct hx_gpt_config *hx_gpt_config_of(hx_gpt_t m)
@@ -64,7 +64,7 @@ int hx_gpt_first_optimizer_node(hx_gpt_t m)
 
 int hx_gpt_realize(hx_gpt_t m)
 {
-    return hx_graph_realize(m->g);
+    return hx_graph_realize(m->base.g);
 }
 
 /* ---- shards of a parameter's state ---- */
@@ -124,7 +124,7 @@ int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *s
         return HX_ERR(HX_ENOMEM, "%zu bytes for parameter %s", sizeof(float) *
                       (size_t)d->lrows * d->lcols, d->name);
     }
-    tp_copy(d, m->mesh.tp, m->mesh.tp_rank, (float *)src, local, 1);
+    tp_copy(d, m->base.mesh.tp, m->base.mesh.tp_rank, (float *)src, local, 1);
     int ret = hx_tensor_write(t, local + d->piece_off);
     free(local);
     return ret;
@@ -138,7 +138,7 @@ int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 {
     const struct gpt_param_dist *d = &m->pd[i];
     int ret = d->held ? gather_in_stage(m, i, k, dst) : HX_OK;
-    if (ret == HX_OK && m->mesh.pp > 1) {
+    if (ret == HX_OK && m->base.mesh.pp > 1) {
         ret = hx_comm_host_bcast(HX_GROUP_PP, dst, (long)sizeof(float) * d->rows * d->cols,
                                  d->stage);
     }
@@ -147,7 +147,7 @@ int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 
 static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 {
-    const struct hx_mesh *ms = &m->mesh;
+    const struct hx_mesh *ms = &m->base.mesh;
     const struct gpt_param_dist *d = &m->pd[i];
     long n = (long)d->lrows * d->lcols;
     int p = ms->sp.s, tp = ms->tp;
@@ -212,14 +212,14 @@ const char *hx_gpt_param_name(hx_gpt_t m, int i)
 
 const struct hx_mesh *hx_gpt_mesh(hx_gpt_t m)
 {
-    return &m->mesh;
+    return &m->base.mesh;
 }
 
 void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
 {
     memset(mem, 0, sizeof *mem);
-    for (int i = 0; i < m->g->ntensors; i++) {
-        const struct hx_tensor *t = m->g->tensors[i];
+    for (int i = 0; i < m->base.g->ntensors; i++) {
+        const struct hx_tensor *t = m->base.g->tensors[i];
         double b = (double)hx_tensor_bytes(t);
         switch (t->role) {
         case HX_ROLE_PARAM: mem->params += b; break;
@@ -234,20 +234,20 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
     for (int i = 0; i < m->nparams; i++) { /* this stage's parameters, as AMSP counts them */
         phi += m->pd[i].held ? (double)m->pd[i].lrows * m->pd[i].lcols : 0.0;
     }
-    mem->formula_model_state = 4 * phi / m->mesh.sp.s + 4 * phi / m->mesh.sg.s +
-                               8 * phi / m->mesh.sos.s;
+    mem->formula_model_state = 4 * phi / m->base.mesh.sp.s + 4 * phi / m->base.mesh.sg.s +
+                               8 * phi / m->base.mesh.sos.s;
 }
 
 int hx_gpt_prefetch_depth(hx_gpt_t m)
 {
-    return m->mesh.sp.s > 1 ? m->pf_depth : 0;
+    return m->base.mesh.sp.s > 1 ? m->pf_depth : 0;
 }
 
 void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned, int *uncoupled)
 {
-    *pairs = m->si_pairs;
-    *planned = m->planned;
-    *uncoupled = m->si_uncoupled;
+    *pairs = m->base.si_pairs;
+    *planned = m->base.planned;
+    *uncoupled = m->base.si_uncoupled;
 }
 
 void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
@@ -292,8 +292,8 @@ int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets)
         }
     }
     /* data-parallel rank d takes micro-batches d*Ml .. (d+1)*Ml-1 of the global batch */
-    for (int mb = 0; mb < m->Ml; mb++) {
-        size_t at = n * (size_t)(m->mesh.dp_rank * m->Ml + mb);
+    for (int mb = 0; mb < m->base.Ml; mb++) {
+        size_t at = n * (size_t)(m->base.mesh.dp_rank * m->base.Ml + mb);
         int ret = hx_tensor_write(m->tokens[mb], tokens + at);
         if (ret == HX_OK) {
             ret = hx_tensor_write(m->targets[mb], targets + at);
@@ -316,8 +316,8 @@ static double read_scalar(hx_tensor_t t)
  * step) names the step in the message of a non-finite loss. */
 static int run(hx_gpt_t m, int last, int step, struct hx_step_result *r)
 {
-    int ret = hx_graph_submit(m->g, 0, last);
-    int wret = hx_graph_wait(m->g);
+    int ret = hx_graph_submit(m->base.g, 0, last);
+    int wret = hx_graph_wait(m->base.g);
     if (ret == HX_OK) {
         ret = wret;
     }
@@ -351,12 +351,13 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
     }
     int ret = hx_tensor_write(m->tokens[0], tokens);
     ret = ret == HX_OK ? hx_tensor_write(m->targets[0], targets) : ret;
-    ret = ret == HX_OK ? hx_graph_submit(m->g, m->zero_loss_node, m->zero_loss_node + 1) : ret;
-    for (int k = 0; k < m->nfwd0; k++) {
-        ret = ret == HX_OK ? hx_graph_submit(m->g, m->fwd0[k][0], m->fwd0[k][1]) : ret;
+    ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->zero_loss_node, m->zero_loss_node + 1) : ret;
+    for (int k = 0; k < m->base.nfwd0; k++) {
+        const int *r = m->base.fwd0[k];
+        ret = ret == HX_OK ? hx_graph_submit(m->base.g, r[0], r[1]) : ret;
     }
-    ret = ret == HX_OK ? hx_graph_submit(m->g, m->eval_begin, m->g->nnodes) : ret;
-    int wret = hx_graph_wait(m->g);
+    ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->eval_begin, m->base.g->nnodes) : ret;
+    int wret = hx_graph_wait(m->base.g);
     ret = ret == HX_OK ? wret : ret;
     *loss = ret == HX_OK && !hx_runtime_simulated() ? read_scalar(m->loss_sum) / m->N : NAN;
     if (ret == HX_OK && !isfinite(*loss) && !hx_runtime_simulated()) {
@@ -367,14 +368,14 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
 
 int hx_gpt_read_logits(hx_gpt_t m, float *dst)
 {
-    if (m->mesh.pp > 1) {
+    if (m->base.mesh.pp > 1) {
         return HX_ERR(HX_EUNSUPPORTED, "the logits live on the last of %d pipeline stages; "
-                      "sample from a run with --pipeline-model-parallel-size 1", m->mesh.pp);
+                      "sample from a run with --pipeline-model-parallel-size 1", m->base.mesh.pp);
     }
-    if (m->mesh.tp > 1) {
+    if (m->base.mesh.tp > 1) {
         return HX_ERR(HX_EUNSUPPORTED, "the logits are split over %d tensor-parallel ranks "
                       "(each holds %d of %d vocabulary columns); sample from a run with "
-                      "--tensor-model-parallel-size 1", m->mesh.tp, m->V, m->cfg.vocab_size);
+                      "--tensor-model-parallel-size 1", m->base.mesh.tp, m->V, m->cfg.vocab_size);
     }
     return hx_tensor_read(m->logits, dst);
 }
@@ -388,8 +389,8 @@ int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r)
 int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r)
 {
     float lr = hx_lr_at(&m->opt, step);
-    for (int i = m->first_opt_node; i < m->g->nnodes; i++) {
-        struct hx_node *n = &m->g->nodes[i];
+    for (int i = m->first_opt_node; i < m->base.g->nnodes; i++) {
+        struct hx_node *n = &m->base.g->nodes[i];
         if (n->op == HX_OP_ADAMW) {
             n->args.adamw.lr = lr;
             n->args.adamw.t = step + 1;

@@ -33,7 +33,7 @@
 void hx_gpt_recompute_tensors(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int L = c->num_layers, tp = m->mesh.tp, Cl = c->hidden_size / tp;
+    int L = c->num_layers, tp = m->base.mesh.tp, Cl = c->hidden_size / tp;
     if (m->recompute == HX_RECOMPUTE_SELECTIVE) {
         for (int p = 0; p < 2; p++) {
             m->rc[p].atty = hx_gpt_actf(m, Cl, "rc%d.atty", p);
@@ -41,9 +41,9 @@ void hx_gpt_recompute_tensors(struct hx_gpt *m)
             m->rc[p].fch_gelu = hx_gpt_actf(m, m->ffn_cols, "rc%d.fch_gelu", p);
         }
     }
-    m->keep_of = malloc(sizeof(int) * (size_t)m->Ml * L);
+    m->keep_of = malloc(sizeof(int) * (size_t)m->base.Ml * L);
     HX_ASSERT(m->keep_of != NULL, "out of memory");
-    for (int i = 0; i < m->Ml * L; i++) {
+    for (int i = 0; i < m->base.Ml * L; i++) {
         m->keep_of[i] = -1;
     }
 }
@@ -107,19 +107,19 @@ void hx_gpt_recompute_layer(struct hx_gpt *m, int mb, int c, int l)
     if (m->recompute == HX_RECOMPUTE_NONE) {
         return;
     }
-    int lo = m->clo[c];
+    int lo = m->base.clo[c];
     if (m->recompute == HX_RECOMPUTE_FULL) {
         hx_gpt_take_layer(m, mb, l);
     }
     hx_gpt_use_mb(m, mb);
-    enum hx_phase phase = m->g->cur.phase;
-    m->g->cur.phase = HX_PHASE_RECOMPUTE;
+    enum hx_phase phase = m->base.g->cur.phase;
+    m->base.g->cur.phase = HX_PHASE_RECOMPUTE;
     if (m->recompute == HX_RECOMPUTE_SELECTIVE) {
         recompute_selective(m, l);
     } else {
         recompute_full(m, l, l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1]);
     }
-    m->g->cur.phase = phase;
+    m->base.g->cur.phase = phase;
 }
 
 void hx_gpt_recompute_backward_done(struct hx_gpt *m, int mb, int l)

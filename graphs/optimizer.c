@@ -12,7 +12,7 @@
 
 void hx_gpt_emit_zero(struct hx_gpt *m)
 {
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     g->cur.microbatch = 0;
@@ -28,7 +28,7 @@ void hx_gpt_emit_zero(struct hx_gpt *m)
 
 void hx_gpt_emit_grad_norm(struct hx_gpt *m)
 {
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     for (int i = 0; i < m->nparams; i++) {
@@ -41,7 +41,7 @@ void hx_gpt_emit_grad_norm(struct hx_gpt *m)
 
 void hx_gpt_emit_adamw(struct hx_gpt *m)
 {
-    hx_graph_t g = m->g;
+    hx_graph_t g = m->base.g;
     const struct hx_optim_config *o = &m->opt;
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;

@@ -16,7 +16,7 @@
  *     data dependencies and each channel's first-in-first-out order (micro-batches in order
  *     on both ends) form no cycle.  B(k) runs 2p hops after F(k) started, when its forward
  *     is done; at most 2p micro-batches are in flight.  With two strands each (B, F) pair
- *     becomes an SI block (graphs/gpt_order.c): F(w) and B(w - p) must be of different
+ *     becomes an SI block (graphs/schedule.c): F(w) and B(w - p) must be of different
  *     strands, so micro-batches alternate in groups of p (hx_pipeline_strand).
  * Test: tests/graphs/pipeline.c (orders, in-flight counts, bubbles), tests/mpi/parity_pp*.sh. */
 #include <stdlib.h>
@@ -139,7 +139,7 @@ int hx_pipeline_strand(int schedule, int p, int mb)
 }
 
 /* The folded W by waves (top of the file): stage @p s's tasks by hop, a hop's B before its
- * F (with strands the pair becomes an SI block, graphs/gpt_order.c). */
+ * F (with strands the pair becomes an SI block, graphs/schedule.c). */
 static int wave_order(int p, int s, int m, struct hx_pipe_task *out)
 {
     int first[2], len[2], nch = hx_pipeline_chunks(HX_PIPE_FOLD, p, s, first, len), n = 0;

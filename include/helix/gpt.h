@@ -273,7 +273,7 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem);
 /** With strands: (backward layer, forward layer) pairs in SI blocks, how many of them a
  *  strand plan was applied to, and how many sit in blocks no plan may couple (their forward
  *  and backward exchange with one stage in opposite directions, so barriers between them
- *  could close a cycle across stages; graphs/gpt_order.c, may_couple). */
+ *  could close a cycle across stages; graphs/schedule.c, may_couple). */
 void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned, int *uncoupled);
 /** Under parameter sharding (s_p > 1): how many layers ahead parameters are all-gathered
  *  (1, or hx-prefetch's depth from prefetch_memory); 0 without sharding. */

@@ -47,7 +47,7 @@ enum hx_group_kind {
                        *   pipeline (model folding, papers.md §2.6) */
     HX_GROUP_FOLD_B,  /**< the pipeline group: gradients going down a folded pipeline */
     HX_GROUP_TP_BETA, /**< the tensor-parallel group again: strand beta's collectives, so the
-                       *   two strands never wait on one token (graphs/gpt_order.c) */
+                       *   two strands never wait on one token (graphs/schedule.c) */
     HX_GROUP_COUNT
 };
 

@@ -6,7 +6,7 @@
 # tests/README.md), and bitwise those of the same mesh without strands; every pair of the
 # W's waves is planned, also with tp 2 (4 ranks); the same on pp 2 1F1B, where the plan is
 # not applied (a plain pipeline's blocks would wait on each other across stages,
-# graphs/gpt_order.c).
+# graphs/schedule.c).
 # The plan comes from a synthetic overlap table (deterministic, nothing timed).
 PARITY_MODEL="--num-layers 12 --hidden-size 64 --num-attention-heads 4 --seq-length 32
  --micro-batch-size 2 --global-batch-size 16 --train-iters 20 --lr 2e-3 --lr-warmup-iters 5

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* graphs/gpt_order.c: the order in which a stage emits its micro-batches' work.  The stage's
- * tasks (a chunk's forward F or backward B of one micro-batch) come from its pipeline
+/* graphs/schedule.c: the schedule pass, the order in which a stage emits its micro-batches'
+ * work, for any model: it sees a struct hx_model and emits through its ops, the per-layer
+ * emitters with the micro-batch explicit (graphs/model_internal.h).  The stage's tasks (a
+ * chunk's forward F or backward B of one micro-batch) come from its pipeline
  * schedule (include/helix/pipeline.h); each is emitted whole, or, with two strands, a B
  * and an F of another micro-batch next to each other in that order form an SI block
  * (papers.md §2.6): emitted interleaved layer by layer, B's layer first, so the forward
@@ -17,19 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graphs/gpt_internal.h"
+#include "graphs/model_internal.h"
 #include "helix/error.h"
 #include "helix/pipeline.h"
 #include "helix/plan.h"
 
-static void forward_whole(struct hx_gpt *m, const struct hx_pipe_task *t, int with_loss)
+static void forward_whole(struct hx_model *m, const struct hx_pipe_task *t, int with_loss)
 {
     int c = t->chunk, begin = m->g->nnodes;
-    hx_gpt_forward_begin(m, t->mb, c);
+    m->ops->forward_begin(m, t->mb, c);
     for (int l = m->clo[c]; l < m->chi[c]; l++) {
-        hx_gpt_forward_layer(m, t->mb, c, l);
+        m->ops->forward_layer(m, t->mb, c, l);
     }
-    hx_gpt_forward_end(m, t->mb, c);
+    m->ops->forward_end(m, t->mb, c);
     if (t->mb == 0) { /* evaluation reruns micro-batch 0's forward, loss aside */
         HX_ASSERT(m->nfwd0 < 2, "micro-batch 0's forward in more than two chunks");
         m->fwd0[m->nfwd0][0] = begin;
@@ -37,18 +39,18 @@ static void forward_whole(struct hx_gpt *m, const struct hx_pipe_task *t, int wi
     }
     if (with_loss && m->cv[c] + m->cvn[c] == m->nvs) {
         /* training needs the loss and its gradient: one pass over the logits */
-        hx_gpt_emit_loss(m, m->targets[t->mb], 1);
+        m->ops->loss(m, t->mb);
     }
 }
 
-static void backward_whole(struct hx_gpt *m, const struct hx_pipe_task *t)
+static void backward_whole(struct hx_model *m, const struct hx_pipe_task *t)
 {
     int c = t->chunk;
-    hx_gpt_backward_begin(m, t->mb, c);
+    m->ops->backward_begin(m, t->mb, c);
     for (int l = m->chi[c] - 1; l >= m->clo[c]; l--) {
-        hx_gpt_backward_layer(m, t->mb, c, l);
+        m->ops->backward_layer(m, t->mb, c, l);
     }
-    hx_gpt_backward_end(m, t->mb, c);
+    m->ops->backward_end(m, t->mb, c);
 }
 
 /* Do nodes a and b touch a common tile, one of them writing it? */
@@ -72,7 +74,7 @@ static int conflict(const struct hx_node *a, const struct hx_node *b)
  * orders are topological, and the two layers share no data (si_block), which the check
  * below confirms before anything moves; a pair that fails keeps its emission order and is
  * not counted as planned. */
-static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2, int may_couple)
+static void apply_plan(struct hx_model *m, int x0, int x1, int x2, int may_couple)
 {
     const struct hx_plan *p = may_couple ? m->par.strand_plan : NULL;
     hx_graph_t g = m->g;
@@ -127,11 +129,11 @@ static void apply_plan(struct hx_gpt *m, int x0, int x1, int x2, int may_couple)
 
 /* Stages a chunk's forward (fwd) or backward receives its input from and sends its output
  * to (-1: none, the embedding, the head or the loss are here) */
-static void ends(const struct hx_gpt *m, int c, int fwd, int *src, int *dst)
+static void ends(const struct hx_model *m, int c, int fwd, int *src, int *dst)
 {
     int a = m->cv[c], b = a + m->cvn[c] - 1;
-    int before = a > 0 ? hx_gpt_vstage_rank(m, a - 1) : -1;
-    int after = b + 1 < m->nvs ? hx_gpt_vstage_rank(m, b + 1) : -1;
+    int before = a > 0 ? hx_model_vstage_rank(m, a - 1) : -1;
+    int after = b + 1 < m->nvs ? hx_model_vstage_rank(m, b + 1) : -1;
     *src = fwd ? before : after;
     *dst = fwd ? after : before;
 }
@@ -146,7 +148,7 @@ static void ends(const struct hx_gpt *m, int c, int fwd, int *src, int *dst)
  * stage s's forward waits for its backward, whose gradient comes from stage s+1, which
  * waits for that very forward's activations: a cycle); blocks that fail are counted in
  * si_uncoupled (`helix train` prints it on the strands line). */
-static int may_couple(const struct hx_gpt *m, const struct hx_pipe_task *b,
+static int may_couple(const struct hx_model *m, const struct hx_pipe_task *b,
                       const struct hx_pipe_task *f)
 {
     if (m->par.pipeline_schedule == HX_PIPE_FOLD && f->mb == b->mb + m->mesh.pp) {
@@ -168,12 +170,13 @@ static int may_couple(const struct hx_gpt *m, const struct hx_pipe_task *b,
 
 /* B of one micro-batch and F of another, layer by layer: B begin and B's top two layers,
  * F begin, then pairs (one forward layer, one backward layer), then what is left, then the
- * ends.  Every set the forward takes (its begin's, and each layer's for the layer after it:
- * the layer's last op writes that LayerNorm) was given back by this block's backward one
- * pair earlier, so two strands need no more activation memory than one, a pair's forward
+ * ends.  A model whose emitters pool activation sets (GPT: graphs/gpt_acts.c) then finds
+ * every set the forward takes (its begin's, and each layer's for the layer after it: GPT's
+ * layer's last op writes that LayerNorm) given back by this block's backward one pair
+ * earlier, so two strands need no more activation memory than one, a pair's forward
  * and backward touch no common data and run side by side, and no forward waits on another
  * task's backward (which could wait on another stage: a cycle). */
-static void si_block(struct hx_gpt *m, const struct hx_pipe_task *b, const struct hx_pipe_task *f)
+static void si_block(struct hx_model *m, const struct hx_pipe_task *b, const struct hx_pipe_task *f)
 {
     int bl = m->chi[b->chunk] - 1, blo = m->clo[b->chunk];
     int fl = m->clo[f->chunk], fhi = m->chi[f->chunk];
@@ -181,32 +184,32 @@ static void si_block(struct hx_gpt *m, const struct hx_pipe_task *b, const struc
     HX_ASSERT(fhi - fl == bl + 1 - blo, "SI block of a %d-layer forward and a %d-layer backward",
               fhi - fl, bl + 1 - blo);
     int couple = may_couple(m, b, f);
-    hx_gpt_backward_begin(m, b->mb, b->chunk);
+    m->ops->backward_begin(m, b->mb, b->chunk);
     for (int k = 0; k < 2 && bl >= blo; k++) {
-        hx_gpt_backward_layer(m, b->mb, b->chunk, bl--);
+        m->ops->backward_layer(m, b->mb, b->chunk, bl--);
     }
-    hx_gpt_forward_begin(m, f->mb, f->chunk);
+    m->ops->forward_begin(m, f->mb, f->chunk);
     while (bl >= blo || fl < fhi) {
         int x0 = m->g->nnodes, x1 = x0;
         if (fl < fhi) {
-            hx_gpt_forward_layer(m, f->mb, f->chunk, fl++);
+            m->ops->forward_layer(m, f->mb, f->chunk, fl++);
             x1 = m->g->nnodes;
         }
         if (bl >= blo) {
-            hx_gpt_backward_layer(m, b->mb, b->chunk, bl--);
+            m->ops->backward_layer(m, b->mb, b->chunk, bl--);
         }
         if (x1 > x0 && m->g->nnodes > x1) {
             apply_plan(m, x0, x1, m->g->nnodes, couple);
         }
     }
-    hx_gpt_backward_end(m, b->mb, b->chunk);
-    hx_gpt_forward_end(m, f->mb, f->chunk);
+    m->ops->backward_end(m, b->mb, b->chunk);
+    m->ops->forward_end(m, f->mb, f->chunk);
     if (m->cv[f->chunk] + m->cvn[f->chunk] == m->nvs) {
-        hx_gpt_emit_loss(m, m->targets[f->mb], 1);
+        m->ops->loss(m, f->mb);
     }
 }
 
-void hx_gpt_emit_micro_batches(struct hx_gpt *m)
+void hx_schedule_emit(struct hx_model *m)
 {
     struct hx_pipe_task *t = malloc(sizeof *t * 4 * (size_t)m->Ml);
     HX_ASSERT(t != NULL, "out of memory");
@@ -244,7 +247,7 @@ void hx_gpt_emit_micro_batches(struct hx_gpt *m)
  * (Megatron runs the schedule as program order), and the critical path orders the compute
  * inside a band.  Collectives keep theirs (above every band); the work before the first item
  * and after the last keeps the top and bottom band. */
-void hx_gpt_schedule_priorities(struct hx_gpt *m)
+void hx_schedule_priorities(struct hx_model *m)
 {
     int n = m->nitems, w = 2000 / (n + 2), band = 0;
     for (int i = 0; i < m->g->nnodes; i++) {
