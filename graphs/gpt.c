@@ -109,20 +109,20 @@ int hx_gpt_config_check(const struct hx_gpt_config *c)
 }
 
 /* Parameters with their gradient and Adam moments, in the documented order: this rank's
- * pieces (graphs/gpt_dist.c), the gradient only where this rank accumulates it and the Adam
+ * pieces (graphs/dist.c), the gradient only where this rank accumulates it and the Adam
  * states only where it runs AdamW. */
 static void make_params(struct hx_gpt *m)
 {
     int flat = m->base.mesh.sp.s > 1;
     hx_gpt_param_specs(m);
-    m->params = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
-    m->grads = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
-    m->adam_m = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
-    m->adam_v = calloc((size_t)m->nparams, sizeof(hx_tensor_t));
-    HX_ASSERT(m->params && m->grads && m->adam_m && m->adam_v, "out of memory");
-    hx_gpt_dist_layout(m);
-    for (int i = 0; i < m->nparams; i++) {
-        const struct gpt_param_dist *d = &m->pd[i];
+    m->base.params = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
+    m->base.grads = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
+    m->base.adam_m = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
+    m->base.adam_v = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
+    HX_ASSERT(m->base.params && m->base.grads && m->base.adam_m && m->base.adam_v, "out of memory");
+    hx_dist_layout(&m->base);
+    for (int i = 0; i < m->base.nparams; i++) {
+        const struct hx_param_dist *d = &m->base.pd[i];
         const char *name = d->name;
         if (!d->held) { /* another pipeline stage keeps it: no tensors here */
             continue;
@@ -131,21 +131,21 @@ static void make_params(struct hx_gpt *m)
         int r = flat ? 1 : d->lrows;
         int k = flat ? (int)d->piece_cnt : d->lcols;
         char gname[HX_NAME_MAX + 8];
-        m->params[i] = hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
+        m->base.params[i] = hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
         /* weights and embeddings decay; biases and norms do not */
-        m->params[i]->weight_decay = m->spec[i].role == HX_PARAM_WEIGHT ||
-                                     m->spec[i].role == HX_PARAM_EMBEDDING;
+        m->base.params[i]->weight_decay = m->base.spec[i].role == HX_PARAM_WEIGHT ||
+                                          m->base.spec[i].role == HX_PARAM_EMBEDDING;
         if (d->owns_grad) {
             snprintf(gname, sizeof gname, "%s.grad", name);
-            m->grads[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
-            m->grads[i]->grad_of = m->params[i]->id;
+            m->base.grads[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
+            m->base.grads[i]->grad_of = m->base.params[i]->id;
         }
         if (d->owns_optim) {
             snprintf(gname, sizeof gname, "%s.adam_m", name);
-            m->adam_m[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+            m->base.adam_m[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
             snprintf(gname, sizeof gname, "%s.adam_v", name);
-            m->adam_v[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
-            m->adam_m[i]->grad_of = m->adam_v[i]->grad_of = m->params[i]->id;
+            m->base.adam_v[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
+            m->base.adam_m[i]->grad_of = m->base.adam_v[i]->grad_of = m->base.params[i]->id;
         }
     }
 }
@@ -168,11 +168,11 @@ void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
     } else {
         int v0 = m->base.mesh.tp_rank * m->V;
         hx_xent_vp_stats(g, m->xent_stats, m->logits, targets, v0);
-        hx_allgather_tiles(g, hx_gpt_tp_channel(m), m->xent_all, m->xent_stats);
+        hx_allgather_tiles(g, hx_model_tp_channel(&m->base), m->xent_all, m->xent_stats);
         hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->base.mesh.tp,
                    grad, scale);
     }
-    hx_reduce(g, m->loss_sum, m->losses, 0);
+    hx_reduce(g, m->base.loss_sum, m->losses, 0);
 }
 
 int hx_gpt_vstage_rank(const struct hx_gpt *m, int v)
@@ -210,7 +210,7 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
 {
     const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->base.g;
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
     int tp0 = m->base.mesh.tp_rank == 0, a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_take_layer(m, mb, lo);
     hx_gpt_use_mb(m, mb);
@@ -218,10 +218,10 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
     hx_tensor_t x = c == 0 ? m->emb : m->in2;
     if (a == 0) {
         if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
-            hx_gpt_dist_gather_params(m, -1);
+            hx_dist_gather_params(&m->base, -1);
         }
-        for (int l = 0; l < m->pf_depth; l++) { /* each layer then gathers pf_depth ahead */
-            hx_gpt_dist_gather_params(m, l);
+        for (int l = 0; l < m->base.pf_depth; l++) { /* each layer then gathers pf_depth ahead */
+            hx_dist_gather_params(&m->base, l);
         }
         hx_tensor_t wpe = hx_gpt_pt(P, m->p_wpe); /* none with rotary positions */
         if (m->base.mesh.tp == 1 && wpe != NULL) {
@@ -230,7 +230,7 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
             hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len,
                             m->base.mesh.tp_rank * m->V, cf->vocab_size, tp0 && wpe != NULL);
         }
-        hx_gpt_tp_reduce(m, m->emb, m->emb_part);
+        hx_model_tp_reduce(&m->base, m->emb, m->emb_part);
     } else { /* the previous virtual stage's output, tile by tile (sequence shards under SP) */
         hx_recv_tiles(g, hx_gpt_edge_channel(m, a - 1, 0), x, hx_gpt_vstage_rank(m, a - 1));
     }
@@ -245,23 +245,23 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
 void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
 {
     hx_graph_t g = m->base.g;
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
     int tp0 = m->base.mesh.tp_rank == 0;
     struct gpt_layer_acts *al = &m->layers[l];
-    hx_tensor_t ln1 = hx_gpt_tp_gather(m, al->ln1g, al->ln1);
+    hx_tensor_t ln1 = hx_model_tp_gather(&m->base, al->ln1g, al->ln1);
     hx_linear_fwd(g, al->qkv, ln1, P[hx_gpt_pi(m, l, P_QKV_W)],
                   hx_gpt_pt(P, hx_gpt_pi(m, l, P_QKV_B)));
     hx_gpt_rope_fwd(m, al->qkv);
     hx_gpt_attention_fwd(m, al->atty, al->att_lse, al->qkv);
     /* row-parallel: partial sums over tp, the bias added once */
-    hx_gpt_tp_partial(m);
+    hx_model_tp_partial(&m->base);
     hx_linear_fwd(g, m->branch_out, al->atty, P[hx_gpt_pi(m, l, P_PROJ_W)],
                   tp0 ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_PROJ_B)) : NULL);
-    hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
+    hx_model_tp_reduce(&m->base, m->branch_s, m->branch_out);
     /* x1 = x + attention branch, and LN2(x1), in one pass */
     hx_gpt_add_norm_fwd(m, al->res_mid, al->ln2, al->ln2_mean, al->ln2_rstd, x, m->branch_s,
                         hx_gpt_pi(m, l, P_LN2_W), hx_gpt_pi(m, l, P_LN2_B));
-    hx_tensor_t ln2 = hx_gpt_tp_gather(m, al->ln2g, al->ln2);
+    hx_tensor_t ln2 = hx_model_tp_gather(&m->base, al->ln2g, al->ln2);
     hx_gpt_mlp_in_fwd(m, l, al->fch, al->fch_gelu, ln2);
 }
 
@@ -269,7 +269,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
 {
     const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->base.g;
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
     int tp0 = m->base.mesh.tp_rank == 0;
     int lo = m->base.clo[c], hi = m->base.chi[c], last = l + 1 == cf->num_layers;
     if (l + 1 < hi) { /* this layer's last op writes the next one's LayerNorm */
@@ -280,12 +280,12 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
-    hx_gpt_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
+    hx_dist_gather_params(&m->base, l + m->base.pf_depth); /* a later layer's, during this one */
     hx_gpt_layer_to_gelu(m, l, x);
-    hx_gpt_tp_partial(m);
+    hx_model_tp_partial(&m->base);
     hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[hx_gpt_pi(m, l, P_FCPROJ_W)],
                   tp0 ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_FCPROJ_B)) : NULL);
-    hx_gpt_tp_reduce(m, m->branch_s, m->branch_out);
+    hx_model_tp_reduce(&m->base, m->branch_s, m->branch_out);
     /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next: the
      * next block's LN1, or the final LN; at the end of a chunk that is not the model's last
      * the next LN is another chunk's, so only the sum */
@@ -313,9 +313,9 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
                       hx_gpt_vstage_rank(m, b + 1));
         return;
     }
-    hx_tensor_t lnf = hx_gpt_tp_gather(m, m->lnfg, m->lnf);
+    hx_tensor_t lnf = hx_model_tp_gather(&m->base, m->lnfg, m->lnf);
     /* the output layer (the tied wte, or its own): a vocabulary shard */
-    hx_linear_fwd(g, m->logits, lnf, m->pfull[m->p_head >= 0 ? m->p_head : m->p_wte], NULL);
+    hx_linear_fwd(g, m->logits, lnf, m->base.pfull[m->p_head >= 0 ? m->p_head : m->p_wte], NULL);
 }
 
 /* What the mesh asks of the model, checked again here because a mesh can be built without
@@ -474,6 +474,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->base.Ml = cfg->num_micro_batches / m->base.mesh.dp;
     m->V = cfg->vocab_size / m->base.mesh.tp;
     int s = m->base.mesh.pp_rank, p = m->base.mesh.pp, sched = m->base.par.pipeline_schedule;
+    m->base.L = cfg->num_layers;
     m->base.nvs = hx_pipeline_virtual_stages(sched, p);
     m->base.Lc = cfg->num_layers / m->base.nvs;
     m->base.nchunks = hx_pipeline_chunks(sched, p, s, m->base.cv, m->base.cvn);
@@ -483,7 +484,6 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     }
     m->base.first_stage = hx_gpt_vstage_rank(m, 0) == s;
     m->base.last_stage = hx_gpt_vstage_rank(m, m->base.nvs - 1) == s;
-    m->wte_copies = hx_gpt_vstage_rank(m, 0) != hx_gpt_vstage_rank(m, m->base.nvs - 1) ? 2 : 1;
     /* micro-batches in flight, each with its slot (1F1B: p - s); interleaving strands lets
      * one more micro-batch start before another ends */
     m->base.strands = m->base.par.strands ? 2 : 0;
@@ -497,18 +497,18 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     make_params(m);
     m->recompute = m->base.par.recompute;
     hx_gpt_make_activations(m);
-    hx_gpt_dist_prefetch_depth(m);
-    hx_gpt_dist_tensors(m);
+    hx_dist_prefetch_depth(&m->base);
+    hx_dist_tensors(&m->base);
 
-    hx_gpt_emit_zero(m);
+    m->zero_loss_node = hx_optim_emit_zero(&m->base);
     m->base.ops = &hx_gpt_model_ops;
     hx_schedule_emit(&m->base);
     hx_gpt_use_mb(m, 0);
-    hx_gpt_dist_after_backward(m);
-    hx_gpt_emit_grad_norm(m);
+    hx_dist_after_backward(&m->base);
+    hx_optim_emit_grad_norm(&m->base);
     m->first_opt_node = m->base.g->nnodes;
-    hx_gpt_emit_adamw(m);
-    hx_gpt_dist_after_adamw(m);
+    hx_optim_emit_adamw(&m->base, &m->opt);
+    hx_dist_after_adamw(&m->base);
     /* evaluation's tail, never part of a training step: the loss of micro-batch 0 with the
      * logits left intact (sampling reads them) */
     m->eval_begin = m->base.g->nnodes;
@@ -520,7 +520,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
         hx_gpt_emit_loss(m, m->targets[0], 0);
     }
     if (p > 1) { /* the loss lives on the last stage; every rank reports it */
-        hx_allreduce(m->base.g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM);
+        hx_allreduce(m->base.g, HX_GROUP_PP, 1, &m->base.loss_sum, HX_SUM);
     }
     /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
      * (the backward's data path) before work that can wait (weight gradients); collectives
@@ -559,13 +559,13 @@ void hx_gpt_destroy(hx_gpt_t m)
         return;
     }
     hx_graph_destroy(m->base.g);
-    free(m->params);
-    free(m->grads);
-    free(m->adam_m);
-    free(m->adam_v);
+    free(m->base.params);
+    free(m->base.grads);
+    free(m->base.adam_m);
+    free(m->base.adam_v);
     hx_gpt_free_acts(m);
-    hx_gpt_dist_free(m);
-    free(m->spec);
+    hx_dist_free(&m->base);
+    free(m->base.spec);
     free(m->pix);
     free(m->base.item_first);
     free(m);

@@ -266,8 +266,9 @@ void hx_gpt_make_activations(struct hx_gpt *m)
         m->xent_all = hx_graph_tensor(m->base.g, "xent_stats.all", HX_F32, HX_ROLE_ACTIVATION,
                                       tp * m->N, 2, tp * tile);
     }
-    m->loss_sum = hx_graph_tensor(m->base.g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
-    m->gnorm_sumsq = hx_graph_tensor(m->base.g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+    m->base.loss_sum = hx_graph_tensor(m->base.g, "loss_sum", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
+    m->base.gnorm_sumsq =
+        hx_graph_tensor(m->base.g, "gnorm_sumsq", HX_F64, HX_ROLE_SCALAR, 1, 1, 0);
     hx_gpt_recompute_tensors(m);
     hx_gpt_use_mb(m, 0);
 }

@@ -7,8 +7,8 @@
  * The loss gradient (scale 1/(M*B*T)) was written into the logits by the forward's fused
  * cross-entropy, so accumulated gradients equal the whole batch's mean.
  * Under tensor parallelism the column-parallel GEMMs' input gradients are partial sums over
- * tp (reduced by hx_gpt_tp_reduce) and the row-parallel ones read the whole output gradient
- * (gathered from sequence shards by hx_gpt_tp_gather under SP); graphs/gpt_dist.c's hooks
+ * tp (reduced by hx_model_tp_reduce) and the row-parallel ones read the whole output gradient
+ * (gathered from sequence shards by hx_model_tp_gather under SP); graphs/dist.c's hooks
  * frame every layer (gathers of sharded parameters, zeroed per-micro-batch gradient
  * buffers) and follow every weight gradient (done(): its reduce-scatter, and its place in
  * the next all-reduce bucket, so buckets fill in the order gradients complete). */
@@ -20,9 +20,9 @@
 /* Parameters w and b (b: -1 for none) have this micro-batch's gradients */
 static void done(struct hx_gpt *m, int w, int b, int mb)
 {
-    hx_gpt_dist_grad_done(m, w, mb);
+    hx_dist_grad_done(&m->base, w, mb);
     if (b >= 0) {
-        hx_gpt_dist_grad_done(m, b, mb);
+        hx_dist_grad_done(&m->base, b, mb);
     }
 }
 
@@ -44,7 +44,7 @@ static void linear_bwd_weight(struct hx_gpt *m, int l, int kw, int kb, hx_tensor
 {
     int w = hx_gpt_pi(m, l, kw), b = hx_gpt_pi(m, l, kb);
     m->base.g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_linear_bwd_weight(m->base.g, m->gfull[w], hx_gpt_pt(m->gfull, b), dout, inp);
+    hx_linear_bwd_weight(m->base.g, m->base.gfull[w], hx_gpt_pt(m->base.gfull, b), dout, inp);
     done(m, w, b, mb);
     m->base.g->cur.phase = HX_PHASE_BACKWARD_DATA;
 }
@@ -54,32 +54,32 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     hx_graph_t g = m->base.g;
     struct gpt_layer_acts *a = &m->layers[l];
     struct gpt_bwd_temps *t = &m->bwd[l % 2];
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
 
     /* MLP branch: y = x1 + fcproj(act(fc(norm2(x1)))); the row-parallel fcproj reads the
      * whole dy (gathered from sequence shards under SP) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_tensor_t dyg = hx_gpt_tp_gather(m, m->dy_full, dy);
+    hx_tensor_t dyg = hx_model_tp_gather(&m->base, m->dy_full, dy);
     hx_linear_bwd_data(g, t->dfch_gelu, dyg, P[hx_gpt_pi(m, l, P_FCPROJ_W)]);
     linear_bwd_weight(m, l, P_FCPROJ_W, P_FCPROJ_B, dyg, a->fch_gelu, mb);
     hx_gpt_mlp_act_bwd(m, t->dfch, a->fch, t->dfch_gelu);
     /* column-parallel fc: its input gradient is a partial sum over tp */
-    hx_gpt_tp_partial(m);
+    hx_model_tp_partial(&m->base);
     hx_linear_bwd_data(g, t->dln2_part, t->dfch, P[hx_gpt_pi(m, l, P_FC_W)]);
-    hx_gpt_tp_reduce(m, t->dln2, t->dln2_part);
+    hx_model_tp_reduce(&m->base, t->dln2, t->dln2_part);
     linear_bwd_weight(m, l, P_FC_W, P_FC_B, t->dfch, a->ln2g, mb);
     norm_bwd(m, a->dres_mid, t->dln2, a->res_mid, a->ln2_mean, a->ln2_rstd, dy,
              hx_gpt_pi(m, l, P_LN2_W), hx_gpt_pi(m, l, P_LN2_B), mb);
 
     /* attention branch: x1 = x + proj(attn(qkv(norm1(x)))) */
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
-    hx_tensor_t dmid = hx_gpt_tp_gather(m, m->dmid_full, a->dres_mid);
+    hx_tensor_t dmid = hx_model_tp_gather(&m->base, m->dmid_full, a->dres_mid);
     hx_linear_bwd_data(g, t->datty, dmid, P[hx_gpt_pi(m, l, P_PROJ_W)]);
     linear_bwd_weight(m, l, P_PROJ_W, P_PROJ_B, dmid, a->atty, mb);
     hx_gpt_attention_bwd(m, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse);
-    hx_gpt_tp_partial(m);
+    hx_model_tp_partial(&m->base);
     hx_linear_bwd_data(g, t->dln1_part, t->dqkv, P[hx_gpt_pi(m, l, P_QKV_W)]);
-    hx_gpt_tp_reduce(m, t->dln1, t->dln1_part);
+    hx_model_tp_reduce(&m->base, t->dln1, t->dln1_part);
     linear_bwd_weight(m, l, P_QKV_W, P_QKV_B, t->dqkv, a->ln1g, mb);
     norm_bwd(m, a->dres, t->dln1, x, a->ln1_mean, a->ln1_rstd, a->dres_mid,
              hx_gpt_pi(m, l, P_LN1_W), hx_gpt_pi(m, l, P_LN1_B), mb);
@@ -91,26 +91,26 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
 void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
 {
     hx_graph_t g = m->base.g;
-    hx_tensor_t *P = m->pfull, *G = m->gfull;
+    hx_tensor_t *P = m->base.pfull, *G = m->base.gfull;
     int L = m->cfg.num_layers, b = m->base.cv[c] + m->base.cvn[c] - 1;
     int head = m->p_head >= 0 ? m->p_head : m->p_wte; /* the output layer: tied wte, or own */
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (c == m->base.nchunks - 1) { /* the micro-batch's first backward on this stage */
-        hx_gpt_dist_backward_begin(m, -1, mb);
+        hx_dist_backward_begin(&m->base, -1, mb);
     }
     if (b + 1 < m->base.nvs) { /* the gradient of this chunk's output, from the next stage */
         hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_gpt_vstage_rank(m, b + 1));
         return;
     }
     /* head: logits = normf(xL) head^T; the forward's fused loss left dlogits in the logits */
-    hx_gpt_tp_partial(m);
+    hx_model_tp_partial(&m->base);
     hx_linear_bwd_data(g, m->dlnf_part, m->logits, P[head]);
-    hx_gpt_tp_reduce(m, m->dlnf, m->dlnf_part);
+    hx_model_tp_reduce(&m->base, m->dlnf, m->dlnf_part);
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[head], NULL, m->logits, m->lnfg);
     if (head != m->p_wte || !m->base.first_stage) { /* this copy gets no lookup gradient */
-        hx_gpt_dist_grad_done(m, head, mb);
+        hx_dist_grad_done(&m->base, head, mb);
     }
     norm_bwd(m, m->dtop, m->dlnf, m->res_out[L - 1], m->lnf_mean, m->lnf_rstd, NULL,
              m->p_lnf_w, m->p_lnf_b, mb);
@@ -121,7 +121,7 @@ void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
     int lo = m->base.clo[c], hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
-    hx_gpt_dist_backward_begin(m, l, mb); /* its parameters, before a recomputation reads them */
+    hx_dist_backward_begin(&m->base, l, mb); /* its parameters, before a recomputation reads them */
     hx_gpt_recompute_layer(m, mb, c, l);
     hx_tensor_t dy = l == hi - 1 ? m->dtop : m->dres[l + 1];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
@@ -134,7 +134,7 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
 {
     const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->base.g;
-    hx_tensor_t *G = m->gfull;
+    hx_tensor_t *G = m->base.gfull;
     int a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_use_mb(m, mb);
     hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
@@ -142,14 +142,14 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
         hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->dres[lo],
                       hx_gpt_vstage_rank(m, a - 1));
         if (c == 0) {
-            hx_gpt_dist_backward_end(m, mb);
+            hx_dist_backward_end(&m->base, mb);
         }
         return;
     }
     /* embedding: wte receives both the head's and the lookup's gradient, in this order; every
      * tp rank adds the (whole, gathered) gradient to its copy of wpe */
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
-    hx_tensor_t demb = hx_gpt_tp_gather(m, m->dy_full, m->dres[0]);
+    hx_tensor_t demb = hx_model_tp_gather(&m->base, m->dy_full, m->dres[0]);
     hx_tensor_t dwpe = hx_gpt_pt(G, m->p_wpe); /* none with rotary positions */
     if (m->base.mesh.tp == 1 && dwpe != NULL) {
         hx_embed_bwd(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len);
@@ -158,5 +158,5 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
                         m->base.mesh.tp_rank * m->V, cf->vocab_size);
     }
     done(m, m->p_wte, m->p_wpe, mb);
-    hx_gpt_dist_backward_end(m, mb);
+    hx_dist_backward_end(&m->base, mb);
 }

@@ -18,7 +18,7 @@ static int rms(const struct hx_gpt *m)
 void hx_gpt_norm_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
                      hx_tensor_t x, int wi, int bi)
 {
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
     if (rms(m)) {
         hx_rmsnorm_fwd(m->base.g, out, rstd, x, P[wi], m->cfg.ln_eps);
     } else {
@@ -29,7 +29,7 @@ void hx_gpt_norm_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t mean, hx_ten
 void hx_gpt_add_norm_fwd(struct hx_gpt *m, hx_tensor_t sum, hx_tensor_t out, hx_tensor_t mean,
                          hx_tensor_t rstd, hx_tensor_t a, hx_tensor_t b, int wi, int bi)
 {
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
     if (rms(m)) {
         hx_add_rmsnorm_fwd(m->base.g, sum, out, rstd, a, b, P[wi], m->cfg.ln_eps);
     } else {
@@ -41,16 +41,16 @@ void hx_gpt_norm_bwd_data(struct hx_gpt *m, hx_tensor_t dinp, hx_tensor_t dout, 
                           hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid, int wi)
 {
     if (rms(m)) {
-        hx_rmsnorm_bwd_data(m->base.g, dinp, dout, inp, m->pfull[wi], rstd, resid);
+        hx_rmsnorm_bwd_data(m->base.g, dinp, dout, inp, m->base.pfull[wi], rstd, resid);
     } else {
-        hx_layernorm_bwd_data(m->base.g, dinp, dout, inp, m->pfull[wi], mean, rstd, resid);
+        hx_layernorm_bwd_data(m->base.g, dinp, dout, inp, m->base.pfull[wi], mean, rstd, resid);
     }
 }
 
 void hx_gpt_norm_bwd_weight(struct hx_gpt *m, hx_tensor_t dout, hx_tensor_t inp,
                             hx_tensor_t mean, hx_tensor_t rstd, int wi, int bi)
 {
-    hx_tensor_t *G = m->gfull;
+    hx_tensor_t *G = m->base.gfull;
     if (rms(m)) {
         hx_rmsnorm_bwd_weight(m->base.g, G[wi], dout, inp, rstd);
     } else {
@@ -97,7 +97,7 @@ void hx_gpt_attention_bwd(struct hx_gpt *m, hx_tensor_t dqkv, hx_tensor_t qkv, h
 /* The MLP up to its activation: fch = fc(x) (kept for the backward), act = its activation */
 void hx_gpt_mlp_in_fwd(struct hx_gpt *m, int l, hx_tensor_t fch, hx_tensor_t act, hx_tensor_t x)
 {
-    hx_tensor_t *P = m->pfull;
+    hx_tensor_t *P = m->base.pfull;
     hx_tensor_t w = P[hx_gpt_pi(m, l, P_FC_W)], b = hx_gpt_pt(P, hx_gpt_pi(m, l, P_FC_B));
     if (m->cfg.swiglu) {
         hx_linear_fwd(m->base.g, fch, x, w, b);

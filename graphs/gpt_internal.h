@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* graphs/gpt_internal.h: the GPT model's tensors, shared by gpt.c (forward, build),
- * gpt_backward.c, optimizer.c and gpt_params.c.  Activations are one set reused by every
+ * gpt_backward.c, gpt_params.c and the other gpt_*.c.  Activations are one set reused by every
  * micro-batch (StarPU orders the reuse); backward temporaries alternate between two sets by
  * layer parity so layer l's weight gradients overlap layer l-1's data path.  What the
- * model-agnostic passes read (graph, mesh, pipeline layout, strands) is the struct hx_model
- * at the head of struct hx_gpt (graphs/model_internal.h): m->base. */
+ * model-agnostic passes read (graph, mesh, pipeline layout, strands, the parameters and
+ * their distribution) is the struct hx_model at the head of struct hx_gpt
+ * (graphs/model_internal.h): m->base. */
 #ifndef HX_GPT_INTERNAL_H
 #define HX_GPT_INTERNAL_H
 
@@ -61,50 +62,18 @@ struct gpt_slot {
     hx_tensor_t lnf, lnf_mean, lnf_rstd, lnfg, logits, losses, xent_lse;
 };
 
-/* How one parameter is split on this rank (graphs/gpt_dist.c, from its struct
- * hx_param_spec).  Tensor parallelism cuts the serial (rows, cols) along tp_dim, each of its
- * blocks (qkv: q, k, v) separately, and keeps part tp_rank of each; AMSP's s_p then cuts
- * that tp-local tensor flat into pieces, this rank's being [piece_off, piece_off +
- * piece_cnt); gradients and Adam states of the piece belong to one member of the G / OS
- * group. */
-struct gpt_param_dist {
-    int rows, cols;          /* serial shape */
-    int tp_dim;              /* -1 replicated over tp, 0 rows split, 1 columns split */
-    int nblocks;             /* blocks along tp_dim, each split separately (3 for q|k|v) */
-    int block[HX_PARAM_MAX_BLOCKS]; /* their serial sizes, summing to the dimension */
-    int lrows, lcols;        /* tp-local shape */
-    long piece_off, piece_cnt; /* this rank's flat piece of the tp-local tensor */
-    int os_owner;            /* OS-group rank that updates the piece */
-    int owns_grad;           /* this rank keeps the piece's accumulated gradient */
-    int owns_optim;          /* this rank keeps its Adam states and runs AdamW */
-    int sp_partial;          /* LayerNorm under sequence parallelism: tp partial sums */
-    int layer, k;            /* transformer layer and index among its parameters (GPT-2:
-                              * P_*), or -1 */
-    int held;                /* this pipeline stage keeps it (wte: first and last stage) */
-    int stage;               /* the stage that owns it (wte: the first) */
-    char name[HX_NAME_MAX];  /* "h3.qkv_w", "wte", ... (also for parameters not held) */
-};
-
-/* Gradient pieces waiting for their all-reduce, cut into buckets (graphs/gpt_dist.c) */
-struct gpt_grad_queue {
-    int ch, accumulate;      /* channel; G group: owners accumulate the result */
-    int *ids, n;             /* parameter ids in completion order */
-    int *cuts, ncuts;        /* ends of the closed buckets */
-    int open, emitted;       /* start of the open bucket; entries already emitted */
-    long open_elems;
-};
-
 struct hx_gpt {
     /* first, so hx_gpt_of gets the model back from what a pass hands its emitters: the graph
      * g, mesh, par, Ml, the pipeline layout (nvs, Lc, nchunks, cv, cvn, clo, chi,
-     * first_stage, last_stage), strands and the schedule's records */
+     * first_stage, last_stage), strands, L, the parameters as the passes see them (nparams,
+     * spec, pd, units, params, grads, adam_m, adam_v, pfull, gfull, mbg, gfinal), loss_sum,
+     * gnorm_sumsq and the records of the schedule and distribution passes */
     struct hx_model base;
     struct hx_gpt_config cfg;
     struct hx_optim_config opt;
     int N;                               /* rows per micro-batch = B*T */
     int Ns;                              /* rows of a sequence shard: N/tp with SP, else N */
     int V;                               /* this rank's vocabulary shard: V/tp */
-    int wte_copies;                      /* 2: first and last stage each hold the tied wte */
     int nslots;                          /* micro-batches in flight */
     struct gpt_slot *slots;
     /* the pool of layer sets: set_of[mb * L + l] is the set micro-batch mb's layer l uses
@@ -116,31 +85,11 @@ struct hx_gpt {
      * / tp and its activation's F / tp */
     int heads, kv_heads, qkv_cols, fc_cols, ffn_cols;
     float rope_base;                     /* RoPE's base, resolved (cfg keeps 0 for 10000) */
-    int nparams;
-    struct hx_param_spec *spec;          /* [nparams] what each parameter is (helix/model.h) */
     /* where the variant's parameters are (graphs/gpt_spec.c): parameter k (P_*) of layer l is
      * pix[l * P_PER_LAYER + k]; -1 where there is none (biases under --disable-bias-linear,
      * norm shifts under RMSNorm, wpe under RoPE, head_w when tied) */
     int *pix;
     int p_wte, p_wpe, p_lnf_w, p_lnf_b, p_head;
-    int units;                           /* sharding units of a layer (spec[].unit < units) */
-    int layer_params_max;                /* parameters of the largest layer */
-    /* params[i]: the piece this rank keeps; grads[i]: its accumulated gradient (owners);
-     * adam_m/v: Adam states (OS owners, else NULL); pfull[i]: what compute reads (params[i],
-     * or a gather buffer under s_p > 1); gfull[i]: what the backward accumulates into;
-     * mbg[i]: a micro-batch's gradient piece when s_g > s_p (else NULL); gfinal[i]: the
-     * reduced gradient AdamW and the norm read */
-    hx_tensor_t *params, *grads, *adam_m, *adam_v;
-    hx_tensor_t *pfull, *gfull, *mbg, *gfinal;
-    struct gpt_param_dist *pd;
-    struct gpt_grad_queue queue[2];      /* [0] replica group (last micro-batch), [1] G group */
-    /* s_p > 1: gathered layer parameters rotate through nps slots (layer l in slot l % nps),
-     * gathered pf_depth layers ahead; with hx-prefetch's order (par.prefetch) slot_layer[s]
-     * is the layer slot s holds at this point of the emission (-1: none or stale) and
-     * a unit's packed reduce-scatter (gpt_dist.c: UNITS) waits in rs_wait (layer, unit,
-     * micro-batch) until the next gather is out; grads_done counts each unit's complete
-     * gradients per micro-batch */
-    int nps, pf_depth, *slot_layer, (*rs_wait)[3], nrs_wait, *grads_done;
     /* --recompute-activations (graphs/gpt_recompute.c): recompute is enum hx_recompute;
      * selective drops atty, att_lse, fch_gelu from the sets and works in rc[l % 2]; full
      * keeps each layer's output in its own pool (keep_of[mb * L + l] indexes keeps, -1:
@@ -157,12 +106,6 @@ struct hx_gpt {
     hx_tensor_t dlnf_part;               /* head's partial input gradient (N,C) */
     hx_tensor_t dy_full, dmid_full;      /* gathered block-output and mid gradients (N,C) */
     hx_tensor_t xent_stats, xent_all;    /* vocab-parallel loss: (N,2), (tp*N,2) */
-    /* --tp-comm-overlap: each reduce-scatter target's own scratch for the partials it
-     * receives (tp - 1 tensors shaped like it), so no two targets wait on one scratch */
-    struct gpt_rs_scratch {
-        hx_tensor_t shard, *recv;
-    } *rs_scratch;
-    int nrs_scratch;
     hx_tensor_t *tokens, *targets;       /* per micro-batch (N,1) i32 */
     /* the micro-batch being emitted (hx_gpt_use_mb): its slot's tensors, its layers' sets
      * (layers[l], res_out[l]: output of layer l) and the per-layer gradients */
@@ -174,7 +117,6 @@ struct hx_gpt {
     hx_tensor_t branch_out;              /* projection outputs before the residual add (N,C) */
     hx_tensor_t lnf, lnf_mean, lnf_rstd, logits, losses, xent_lse, dlnf;
     hx_tensor_t dtop;                    /* gradient of the last layer's output (N,C) */
-    hx_tensor_t loss_sum, gnorm_sumsq;   /* (1,1) f64 */
     int first_opt_node;
     int zero_loss_node;                  /* the fill of loss_sum */
     int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
@@ -186,7 +128,8 @@ static inline struct hx_gpt *hx_gpt_of(struct hx_model *b)
     return (struct hx_gpt *)((char *)b - offsetof(struct hx_gpt, base));
 }
 
-/* graphs/gpt_spec.c: spec[], nparams and the indices above, in the documented order */
+/* graphs/gpt_spec.c: base.spec[], base.nparams and the indices above, in the documented
+ * order */
 void hx_gpt_param_specs(struct hx_gpt *m);
 /* Parameter k (P_*) of layer l: its index, or -1 */
 static inline int hx_gpt_pi(const struct hx_gpt *m, int l, int k)
@@ -258,32 +201,5 @@ extern const struct hx_model_ops hx_gpt_model_ops;
 /* graphs/gpt.c: the stage running virtual stage v; the channels of the edge v -> v+1 */
 int hx_gpt_vstage_rank(const struct hx_gpt *m, int v);
 int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);
-
-/* graphs/gpt_dist.c: the parallel transforms.  Layout and tensors first, then hooks the
- * forward and backward call at fixed points; each is a no-op on the serial mesh. */
-void hx_gpt_dist_layout(struct hx_gpt *m);      /* pd[], ownership (before make_params) */
-void hx_gpt_dist_prefetch_depth(struct hx_gpt *m); /* pf_depth, nps (before dist_tensors) */
-void hx_gpt_dist_tensors(struct hx_gpt *m);     /* pfull, gfull, mbg, gfinal, queues */
-void hx_gpt_dist_free(struct hx_gpt *m);
-/* tensor-parallel region boundaries (Megatron's f and g): full <- shard (all-gather with
- * SP, nothing without), shard <- partial (reduce-scatter with SP, all-reduce without) */
-hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard);
-int hx_gpt_tp_channel(const struct hx_gpt *m); /* tp, or tp_beta for strand beta's nodes */
-void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial);
-/* Before the builder whose output hx_gpt_tp_reduce reduces: with --tp-comm-overlap its tiles
- * are emitted in the order their partials leave (helix/tp_overlap.h); tp_reduce restores it */
-void hx_gpt_tp_partial(struct hx_gpt *m);
-void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer); /* -1: wte, wpe, lnf */
-void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb); /* -1: head/embedding */
-void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb); /* parameter i's gradient */
-void hx_gpt_dist_backward_end(struct hx_gpt *m, int mb);
-void hx_gpt_dist_after_backward(struct hx_gpt *m);   /* last micro-batch: flush, tp, loss */
-void hx_gpt_dist_after_adamw(struct hx_gpt *m);      /* broadcasts of updated pieces */
-int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i);
-void hx_gpt_dist_norm_reduce(struct hx_gpt *m);
-/* graphs/optimizer.c: zero the gradients and accumulators; the norm; AdamW for every param */
-void hx_gpt_emit_zero(struct hx_gpt *m);
-void hx_gpt_emit_grad_norm(struct hx_gpt *m);
-void hx_gpt_emit_adamw(struct hx_gpt *m);
 
 #endif /* HX_GPT_INTERNAL_H */

@@ -25,36 +25,36 @@ const struct hx_gpt_config *hx_gpt_config_of(hx_gpt_t m)
 
 int hx_gpt_num_param_tensors(hx_gpt_t m)
 {
-    return m->nparams;
+    return m->base.nparams;
 }
 
 size_t hx_gpt_num_params(hx_gpt_t m)
 {
     size_t n = 0; /* the whole model's, whatever this rank keeps */
-    for (int i = 0; i < m->nparams; i++) {
-        n += (size_t)m->pd[i].rows * (size_t)m->pd[i].cols;
+    for (int i = 0; i < m->base.nparams; i++) {
+        n += (size_t)m->base.pd[i].rows * (size_t)m->base.pd[i].cols;
     }
     return n;
 }
 
 hx_tensor_t hx_gpt_param(hx_gpt_t m, int i)
 {
-    return i >= 0 && i < m->nparams ? m->params[i] : NULL;
+    return i >= 0 && i < m->base.nparams ? m->base.params[i] : NULL;
 }
 
 hx_tensor_t hx_gpt_grad(hx_gpt_t m, int i)
 {
-    return i >= 0 && i < m->nparams ? m->grads[i] : NULL;
+    return i >= 0 && i < m->base.nparams ? m->base.grads[i] : NULL;
 }
 
 hx_tensor_t hx_gpt_adam_m(hx_gpt_t m, int i)
 {
-    return i >= 0 && i < m->nparams ? m->adam_m[i] : NULL;
+    return i >= 0 && i < m->base.nparams ? m->base.adam_m[i] : NULL;
 }
 
 hx_tensor_t hx_gpt_adam_v(hx_gpt_t m, int i)
 {
-    return i >= 0 && i < m->nparams ? m->adam_v[i] : NULL;
+    return i >= 0 && i < m->base.nparams ? m->base.adam_v[i] : NULL;
 }
 
 int hx_gpt_first_optimizer_node(hx_gpt_t m)
@@ -72,7 +72,7 @@ int hx_gpt_realize(hx_gpt_t m)
 /* The serial index along tp_dim of tp rank @p t's local index @p r: the local extent is each
  * block's 1/tp part in block order, rank t's part of block b sitting at t * block[b] / tp
  * inside it (q|k|v split separately, so heads stay whole). */
-static int tp_index(const struct gpt_param_dist *d, int tp, int t, int r)
+static int tp_index(const struct hx_param_dist *d, int tp, int t, int r)
 {
     int full0 = 0; /* the block's first serial index */
     for (int b = 0; b < d->nblocks; b++) {
@@ -89,7 +89,7 @@ static int tp_index(const struct gpt_param_dist *d, int tp, int t, int r)
 
 /* Copy between the serial (rows, cols) tensor and tp rank @p t's part (tp_index).
  * to_local: full -> local, else local -> full. */
-static void tp_copy(const struct gpt_param_dist *d, int tp, int t, float *full, float *local,
+static void tp_copy(const struct hx_param_dist *d, int tp, int t, float *full, float *local,
                     int to_local)
 {
     for (int r = 0; r < d->lrows; r++) {
@@ -108,13 +108,13 @@ static void tp_copy(const struct gpt_param_dist *d, int tp, int t, float *full, 
 
 static hx_tensor_t state_tensor(hx_gpt_t m, int i, enum hx_state_kind k)
 {
-    return k == HX_STATE_PARAM ? m->params[i] : k == HX_STATE_ADAM_M ? m->adam_m[i]
-                                                                      : m->adam_v[i];
+    return k == HX_STATE_PARAM ? m->base.params[i]
+         : k == HX_STATE_ADAM_M ? m->base.adam_m[i] : m->base.adam_v[i];
 }
 
 int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *src)
 {
-    const struct gpt_param_dist *d = &m->pd[i];
+    const struct hx_param_dist *d = &m->base.pd[i];
     hx_tensor_t t = state_tensor(m, i, k);
     if (t == NULL) { /* another rank of the OS group keeps it */
         return HX_OK;
@@ -136,7 +136,7 @@ static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst);
  * shards, then (pipeline) its ranks broadcast it along their pipeline group. */
 int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 {
-    const struct gpt_param_dist *d = &m->pd[i];
+    const struct hx_param_dist *d = &m->base.pd[i];
     int ret = d->held ? gather_in_stage(m, i, k, dst) : HX_OK;
     if (ret == HX_OK && m->base.mesh.pp > 1) {
         ret = hx_comm_host_bcast(HX_GROUP_PP, dst, (long)sizeof(float) * d->rows * d->cols,
@@ -148,7 +148,7 @@ int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 {
     const struct hx_mesh *ms = &m->base.mesh;
-    const struct gpt_param_dist *d = &m->pd[i];
+    const struct hx_param_dist *d = &m->base.pd[i];
     long n = (long)d->lrows * d->lcols;
     int p = ms->sp.s, tp = ms->tp;
     float *piece = malloc(sizeof(float) * (size_t)d->piece_cnt);
@@ -201,13 +201,13 @@ static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 
 void hx_gpt_param_shape(hx_gpt_t m, int i, int *rows, int *cols)
 {
-    *rows = m->pd[i].rows;
-    *cols = m->pd[i].cols;
+    *rows = m->base.pd[i].rows;
+    *cols = m->base.pd[i].cols;
 }
 
 const char *hx_gpt_param_name(hx_gpt_t m, int i)
 {
-    return m->pd[i].name;
+    return m->base.pd[i].name;
 }
 
 const struct hx_mesh *hx_gpt_mesh(hx_gpt_t m)
@@ -231,8 +231,8 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
         }
     }
     double phi = 0;
-    for (int i = 0; i < m->nparams; i++) { /* this stage's parameters, as AMSP counts them */
-        phi += m->pd[i].held ? (double)m->pd[i].lrows * m->pd[i].lcols : 0.0;
+    for (int i = 0; i < m->base.nparams; i++) { /* this stage's parameters, as AMSP counts them */
+        phi += m->base.pd[i].held ? (double)m->base.pd[i].lrows * m->base.pd[i].lcols : 0.0;
     }
     mem->formula_model_state = 4 * phi / m->base.mesh.sp.s + 4 * phi / m->base.mesh.sg.s +
                                8 * phi / m->base.mesh.sos.s;
@@ -240,7 +240,7 @@ void hx_gpt_memory(hx_gpt_t m, struct hx_gpt_memory *mem)
 
 int hx_gpt_prefetch_depth(hx_gpt_t m)
 {
-    return m->base.mesh.sp.s > 1 ? m->pf_depth : 0;
+    return m->base.mesh.sp.s > 1 ? m->base.pf_depth : 0;
 }
 
 void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned, int *uncoupled)
@@ -261,9 +261,9 @@ void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
     /* As each parameter's spec says (GPT-2's: graphs/gpt_spec.c).  Every rank draws every
      * value of the serial model in order and keeps its shard, so a seed means the same model
      * on every mesh. */
-    for (int i = 0; i < m->nparams; i++) {
-        const struct gpt_param_dist *d = &m->pd[i];
-        const struct hx_param_spec *s = &m->spec[i];
+    for (int i = 0; i < m->base.nparams; i++) {
+        const struct hx_param_dist *d = &m->base.pd[i];
+        const struct hx_param_spec *s = &m->base.spec[i];
         size_t n = (size_t)d->rows * d->cols;
         float *x = malloc(sizeof(float) * n);
         HX_ASSERT(x != NULL, "out of memory initialising %s (%zu floats)", d->name, n);
@@ -329,8 +329,8 @@ static int run(hx_gpt_t m, int last, int step, struct hx_step_result *r)
         return HX_OK;
     }
     double tokens = (double)m->N * m->cfg.num_micro_batches;
-    r->loss = read_scalar(m->loss_sum) / tokens;
-    r->grad_norm = sqrt(read_scalar(m->gnorm_sumsq));
+    r->loss = read_scalar(m->base.loss_sum) / tokens;
+    r->grad_norm = sqrt(read_scalar(m->base.gnorm_sumsq));
     if (!isfinite(r->loss)) {
         return HX_ERR(HX_ENONFINITE, "step %d: the loss is %f, not finite (gradient norm %f): "
                       "training diverged; lower --lr or raise --lr-warmup-iters, and restart "
@@ -359,7 +359,7 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
     ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->eval_begin, m->base.g->nnodes) : ret;
     int wret = hx_graph_wait(m->base.g);
     ret = ret == HX_OK ? wret : ret;
-    *loss = ret == HX_OK && !hx_runtime_simulated() ? read_scalar(m->loss_sum) / m->N : NAN;
+    *loss = ret == HX_OK && !hx_runtime_simulated() ? read_scalar(m->base.loss_sum) / m->N : NAN;
     if (ret == HX_OK && !isfinite(*loss) && !hx_runtime_simulated()) {
         ret = HX_ERR(HX_ENONFINITE, "evaluation loss is %f", *loss);
     }

@@ -14,7 +14,7 @@
  *     tensor-parallel reduction, the residual add with the second LayerNorm, and the
  *     MLP's first GEMM with its GELU; the MLP's second GEMM and the layer's output are not
  *     needed by the backward and do not run again.  Under parameter sharding the backward's
- *     gather of layer l's parameters (hx_gpt_dist_backward_begin) comes first, and the
+ *     gather of layer l's parameters (hx_dist_backward_begin) comes first, and the
  *     recomputation reads the same gathered slots: no extra all-gather.
  *
  * The recomputed ops are the forward's codelets on the same inputs (LayerNorm alone and

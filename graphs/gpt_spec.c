@@ -161,11 +161,11 @@ void hx_gpt_param_specs(struct hx_gpt *m)
 {
     struct table t = { .c = &m->cfg };
     int n = hx_gpt_param_table(&m->cfg, NULL);
-    t.s = m->spec = calloc((size_t)n, sizeof *m->spec);
+    t.s = m->base.spec = calloc((size_t)n, sizeof *m->base.spec);
     t.pix = m->pix = malloc(sizeof(int) * (size_t)m->cfg.num_layers * P_PER_LAYER);
-    HX_ASSERT(m->spec != NULL && m->pix != NULL, "out of memory (%d parameter specs)", n);
+    HX_ASSERT(m->base.spec != NULL && m->pix != NULL, "out of memory (%d parameter specs)", n);
     build(&t);
-    m->nparams = t.n;
+    m->base.nparams = t.n;
     m->p_wte = t.wte, m->p_wpe = t.wpe, m->p_head = t.head;
     m->p_lnf_w = t.lnf_w, m->p_lnf_b = t.lnf_b;
 }

@@ -2,15 +2,21 @@
 /* graphs/model_internal.h: what the model-agnostic passes of graphs/ see of a model (issue 24:
  * models are clients of the parallel passes, never the other way round).  A model embeds
  * struct hx_model as its first member, fills its layout in and hands it to a pass; the pass
- * reaches the model's own work only through ops, its per-layer emitters.  So far the
- * schedule pass (graphs/schedule.c) takes it; GPT-2 and Llama (struct hx_gpt,
- * graphs/gpt_internal.h, whose emitters are graphs/gpt_model.c) are its model. */
+ * reaches the model's own work only through ops, its per-layer emitters, and the model's
+ * parameters only through their specs (helix/model.h) and the tensors below.  The schedule
+ * pass (graphs/schedule.c), the distribution pass (graphs/dist.c) and the optimizer
+ * (graphs/optimizer.c) take it; GPT-2 and Llama (struct hx_gpt, graphs/gpt_internal.h, whose
+ * emitters are graphs/gpt_model.c) are its model. */
 #ifndef HX_MODEL_INTERNAL_H
 #define HX_MODEL_INTERNAL_H
 
 #include "helix/graph.h"
 #include "helix/mesh.h"
+#include "helix/model.h"
 #include "helix/pipeline.h"
+
+/* parameters of one sharding unit (one packed message), and of one layer */
+#define HX_UNIT_MAX 32
 
 struct hx_model;
 
@@ -48,9 +54,50 @@ struct hx_model_ops {
     void (*loss)(struct hx_model *m, int mb);
 };
 
-/* The model-agnostic part of a model: its graph, where it runs, its pipeline layout and
- * what the schedule pass records.  The model fills everything above the schedule's fields
- * before calling hx_schedule_emit. */
+/* How one parameter is split on this rank (graphs/dist.c, from its struct hx_param_spec).
+ * Tensor parallelism cuts the serial (rows, cols) along tp_dim, each of its blocks (GPT-2's
+ * qkv: q, k, v) separately, and keeps part tp_rank of each; AMSP's s_p then cuts that
+ * tp-local tensor flat into pieces, this rank's being [piece_off, piece_off + piece_cnt);
+ * gradients and Adam states of the piece belong to one member of the G / OS group. */
+struct hx_param_dist {
+    int rows, cols;          /* serial shape */
+    int tp_dim;              /* -1 replicated over tp, 0 rows split, 1 columns split */
+    int nblocks;             /* blocks along tp_dim, each split separately (3 for q|k|v) */
+    int block[HX_PARAM_MAX_BLOCKS]; /* their serial sizes, summing to the dimension */
+    int lrows, lcols;        /* tp-local shape */
+    long piece_off, piece_cnt; /* this rank's flat piece of the tp-local tensor */
+    int os_owner;            /* OS-group rank that updates the piece */
+    int owns_grad;           /* this rank keeps the piece's accumulated gradient */
+    int owns_optim;          /* this rank keeps its Adam states and runs AdamW */
+    int sp_partial;          /* a norm under sequence parallelism: tp partial sums */
+    int layer, k;            /* transformer layer and index among its parameters (in spec
+                              * order), or -1 */
+    int held;                /* this pipeline stage keeps it (a tied embedding: first and
+                              * last stage) */
+    int stage;               /* the stage that owns it (a tied embedding: the first) */
+    char name[HX_NAME_MAX];  /* "h3.qkv_w", "wte", ... (also for parameters not held) */
+};
+
+/* Gradient pieces waiting for their all-reduce, cut into buckets (graphs/dist.c) */
+struct hx_grad_queue {
+    int ch, accumulate;      /* channel; G group: owners accumulate the result */
+    int *ids, n;             /* parameter ids in completion order */
+    int *cuts, ncuts;        /* ends of the closed buckets */
+    int open, emitted;       /* start of the open bucket; entries already emitted */
+    long open_elems;
+};
+
+/* --tp-comm-overlap: a reduce-scatter target's own scratch for the partials it receives
+ * (tp - 1 tensors shaped like it), so no two targets wait on one scratch */
+struct hx_rs_scratch {
+    hx_tensor_t shard, *recv;
+};
+
+/* The model-agnostic part of a model: its graph, where it runs, its pipeline layout, its
+ * parameters as the passes see them and what the schedule and distribution passes record.
+ * The model fills everything above the schedule's fields and its parameter tensors (params,
+ * grads, adam_m, adam_v, after hx_dist_layout) before calling hx_dist_tensors and
+ * hx_schedule_emit. */
 struct hx_model {
     const struct hx_model_ops *ops;
     hx_graph_t g;                        /* the step's graph, which the emitters append to */
@@ -64,6 +111,36 @@ struct hx_model {
     int cv[2], cvn[2], clo[2], chi[2];
     int first_stage, last_stage;         /* holds the embedding / the head and the loss */
     int strands;                         /* 2: forward and backward interleaved by layer */
+    int L;                               /* transformer layers of the whole model */
+    /* parameters: spec[i] says what parameter i is, pd[i] where it lives on this rank
+     * (hx_dist_layout).  The model makes params[i], the piece this rank keeps ((1,
+     * pd[i].piece_cnt) under s_p > 1, else the tp-local (lrows, lcols); NULL where another
+     * pipeline stage holds the parameter), grads[i] its accumulated gradient (owners, else
+     * NULL) and adam_m/v its Adam states (OS owners, else NULL).  hx_dist_tensors makes the
+     * rest: pfull[i] what compute reads (params[i], or a gather buffer (lrows, lcols) under
+     * s_p > 1); gfull[i] what the backward accumulates into; mbg[i] a micro-batch's gradient
+     * piece when s_g > s_p (else NULL); gfinal[i] the reduced gradient AdamW and the norm
+     * read */
+    int nparams;
+    struct hx_param_spec *spec;          /* [nparams], the model's; the model frees it */
+    struct hx_param_dist *pd;            /* [nparams] */
+    int units;                           /* sharding units of a layer (spec[].unit < units) */
+    int layer_params_max;                /* parameters of the largest layer */
+    hx_tensor_t *params, *grads, *adam_m, *adam_v; /* the model's; the model frees them */
+    hx_tensor_t *pfull, *gfull, *mbg, *gfinal;
+    hx_tensor_t loss_sum, gnorm_sumsq;   /* (1,1) f64: the step's loss sum (the model's loss
+                                          * adds to it), the gradients' square sum */
+    /* written by the distribution pass (graphs/dist.c) */
+    struct hx_grad_queue queue[2];       /* [0] replica group (last micro-batch), [1] G group */
+    /* s_p > 1: gathered layer parameters rotate through nps slots (layer l in slot l % nps),
+     * gathered pf_depth layers ahead; with hx-prefetch's order (par.prefetch) slot_layer[s]
+     * is the layer slot s holds at this point of the emission (-1: none or stale) and
+     * a unit's packed reduce-scatter (graphs/dist.c, units()) waits in rs_wait (layer, unit,
+     * micro-batch) until the next gather is out; grads_done counts each unit's complete
+     * gradients per micro-batch */
+    int nps, pf_depth, *slot_layer, (*rs_wait)[3], nrs_wait, *grads_done;
+    struct hx_rs_scratch *rs_scratch;    /* --tp-comm-overlap, one per reduce-scatter target */
+    int nrs_scratch;
     /* written by the schedule pass (graphs/schedule.c) */
     int si_pairs, planned, si_uncoupled; /* (forward, backward) layer pairs in SI blocks;
                                           * those a strand plan was applied to; those in
@@ -87,5 +164,37 @@ static inline int hx_model_vstage_rank(const struct hx_model *m, int v)
  * path priorities are set, the pipeline's priority bands over them */
 void hx_schedule_emit(struct hx_model *m);
 void hx_schedule_priorities(struct hx_model *m);
+
+/* graphs/dist.c: the distribution pass.  Layout and tensors first, then hooks the model's
+ * emitters call at fixed points; each is a no-op on the serial mesh. */
+void hx_dist_layout(struct hx_model *m);         /* pd[], units, ownership (before the model
+                                                  * makes params, grads, adam_m, adam_v) */
+void hx_dist_prefetch_depth(struct hx_model *m); /* pf_depth, nps (before hx_dist_tensors) */
+void hx_dist_tensors(struct hx_model *m);        /* pfull, gfull, mbg, gfinal, queues */
+void hx_dist_free(struct hx_model *m);
+/* tensor-parallel region boundaries (Megatron's f and g): full <- shard (all-gather with
+ * SP, nothing without), shard <- partial (reduce-scatter with SP, all-reduce without) */
+hx_tensor_t hx_model_tp_gather(struct hx_model *m, hx_tensor_t full, hx_tensor_t shard);
+int hx_model_tp_channel(const struct hx_model *m); /* tp, or tp_beta for strand beta's nodes */
+void hx_model_tp_reduce(struct hx_model *m, hx_tensor_t shard, hx_tensor_t partial);
+/* Before the builder whose output hx_model_tp_reduce reduces: with --tp-comm-overlap its
+ * tiles are emitted in the order their partials leave (helix/tp_overlap.h); tp_reduce
+ * restores it */
+void hx_model_tp_partial(struct hx_model *m);
+void hx_dist_gather_params(struct hx_model *m, int layer); /* -1: those outside the layers */
+void hx_dist_backward_begin(struct hx_model *m, int layer, int mb); /* -1: head, embedding */
+void hx_dist_grad_done(struct hx_model *m, int i, int mb); /* parameter i's gradient of mb */
+void hx_dist_backward_end(struct hx_model *m, int mb);
+void hx_dist_after_backward(struct hx_model *m);  /* last micro-batch: flush, tp, loss */
+void hx_dist_after_adamw(struct hx_model *m);     /* broadcasts of updated pieces */
+int hx_dist_counts_in_norm(const struct hx_model *m, int i);
+void hx_dist_norm_reduce(struct hx_model *m);
+
+/* graphs/optimizer.c: zero the gradients and accumulators (returns the node of loss_sum's
+ * fill, which evaluation runs before micro-batch 0's forward); the global norm; AdamW for
+ * every parameter this rank updates */
+int hx_optim_emit_zero(struct hx_model *m);
+void hx_optim_emit_grad_norm(struct hx_model *m);
+void hx_optim_emit_adamw(struct hx_model *m, const struct hx_optim_config *o);
 
 #endif /* HX_MODEL_INTERNAL_H */

@@ -4,45 +4,46 @@
  * gradient in parameter order (a fixed order, so the norm is bitwise reproducible), and one
  * AdamW task per parameter reads it to compute the clip factor itself, so no host round trip
  * sits between backward and update.  Learning rate: linear warmup, then cosine or linear decay
- * to min_lr, or constant (Megatron's --lr-decay-style). */
+ * to min_lr, or constant (Megatron's --lr-decay-style).  Any model: it reads the parameters
+ * and their distribution from struct hx_model (graphs/model_internal.h). */
 #include <math.h>
 
-#include "graphs/gpt_internal.h"
+#include "graphs/model_internal.h"
 #include "helix/layers.h"
 
-void hx_gpt_emit_zero(struct hx_gpt *m)
+int hx_optim_emit_zero(struct hx_model *m)
 {
-    hx_graph_t g = m->base.g;
+    hx_graph_t g = m->g;
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     g->cur.microbatch = 0;
     for (int i = 0; i < m->nparams; i++) {
-        if (m->grads[i] != NULL) { /* accumulators this rank keeps (graphs/gpt_dist.c) */
+        if (m->grads[i] != NULL) { /* accumulators this rank keeps (graphs/dist.c) */
             hx_fill(g, m->grads[i], 0.0f);
         }
     }
     hx_fill(g, m->gnorm_sumsq, 0.0f);
-    m->zero_loss_node = g->nnodes; /* evaluation runs this node, then micro-batch 0's forward */
+    int zero_loss = g->nnodes; /* evaluation runs this node, then micro-batch 0's forward */
     hx_fill(g, m->loss_sum, 0.0f);
+    return zero_loss;
 }
 
-void hx_gpt_emit_grad_norm(struct hx_gpt *m)
+void hx_optim_emit_grad_norm(struct hx_model *m)
 {
-    hx_graph_t g = m->base.g;
+    hx_graph_t g = m->g;
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     for (int i = 0; i < m->nparams; i++) {
-        if (hx_gpt_dist_counts_in_norm(m, i)) { /* each element once in the job */
+        if (hx_dist_counts_in_norm(m, i)) { /* each element once in the job */
             hx_reduce(g, m->gnorm_sumsq, m->gfinal[i], 1);
         }
     }
-    hx_gpt_dist_norm_reduce(m);
+    hx_dist_norm_reduce(m);
 }
 
-void hx_gpt_emit_adamw(struct hx_gpt *m)
+void hx_optim_emit_adamw(struct hx_model *m, const struct hx_optim_config *o)
 {
-    hx_graph_t g = m->base.g;
-    const struct hx_optim_config *o = &m->opt;
+    hx_graph_t g = m->g;
     g->cur.phase = HX_PHASE_OPTIMIZER;
     g->cur.layer = -1;
     for (int i = 0; i < m->nparams; i++) {

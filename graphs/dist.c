@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* graphs/gpt_dist.c: the GPT step on one rank of a mesh (design/architecture.md §5,
- * papers.md §4).  Three transforms, each a no-op when its size is 1:
+/* graphs/dist.c: the distribution pass, any model's step on one rank of a mesh
+ * (design/architecture.md §5, papers.md §4).  It reads the model's parameters as plain data
+ * (struct hx_param_spec, helix/model.h) and its layout (struct hx_model,
+ * graphs/model_internal.h), never the model's own struct; the model calls its hooks at fixed
+ * points of its emitters.  Three transforms, each a no-op when its size is 1:
  *
- * Tensor parallelism (Megatron 1D): qkv and fc are column-parallel (rows of W split, q|k|v
- * each split so heads stay whole), proj and fcproj row-parallel (columns split, partial
- * outputs summed, the bias added once by tp rank 0), wte split by vocabulary rows (the tied
- * head gives a logits shard; the loss combines every shard's log-sum-exp).  Region
- * boundaries: hx_gpt_tp_gather (Megatron's g: identity, or all-gather of sequence shards)
- * and hx_gpt_tp_reduce (f: all-reduce, or reduce-scatter into sequence shards).
+ * Tensor parallelism (Megatron 1D), from each parameter's split: a column-parallel linear's
+ * weight keeps its output rows (a packed one, GPT-2's q|k|v, cut block by block so heads
+ * stay whole), a row-parallel one its input columns (partial outputs summed, the bias added
+ * once by tp rank 0), an embedding its vocabulary rows (a tied head gives a logits shard;
+ * the loss combines every shard's log-sum-exp).  Region boundaries: hx_model_tp_gather
+ * (Megatron's g: identity, or all-gather of sequence shards) and hx_model_tp_reduce (f:
+ * all-reduce, or reduce-scatter into sequence shards).
  *
  * Data parallelism with AMSP sharding inside the dp group (s_p <= s_g <= s_os):
  *   s_p > 1: each rank keeps a flat piece of every tp-local parameter; layers gather theirs
@@ -30,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graphs/gpt_internal.h"
+#include "graphs/model_internal.h"
 #include "helix/collectives.h"
 #include "helix/error.h"
 #include "helix/layers.h"
@@ -38,7 +42,7 @@
 
 #define BUCKET_MAX 15 /* tensors in one DDP bucket (Megatron cuts by size alone) */
 
-static void rs_flush(struct hx_gpt *m);
+static void rs_flush(struct hx_model *m);
 
 /* s_p > 1 moves parameters and gradients in units, one packed message each: the model
  * declares each layer parameter's unit (helix/model.h), and the parameters outside the
@@ -47,16 +51,16 @@ static void rs_flush(struct hx_gpt *m);
  * message pays the channel's latency, which under compute load is most of a small one's
  * time; not one: the first layer's attention starts after a third of its parameters
  * arrived, and the last layer's MLP gradients leave while its attention's backward runs. */
-#define RS_WAIT_MAX(m) ((m)->cfg.num_layers * (m)->base.Ml * (m)->units + 1)
+#define RS_WAIT_MAX(m) ((m)->L * (m)->Ml * (m)->units + 1)
 
-static int units(const struct hx_gpt *m, int l)
+static int units(const struct hx_model *m, int l)
 {
     return l < 0 ? 1 : m->units;
 }
 
 /* Parameters of unit @p u of layer @p l (-1: those outside the layers) into @p ids, in
  * parameter order; returns the count (at most HX_UNIT_MAX, checked by the layout). */
-static int unit_params(const struct hx_gpt *m, int l, int u, int *ids)
+static int unit_params(const struct hx_model *m, int l, int u, int *ids)
 {
     int n = 0;
     for (int i = 0; i < m->nparams; i++) {
@@ -69,7 +73,7 @@ static int unit_params(const struct hx_gpt *m, int l, int u, int *ids)
 
 /* The tensors of a unit's parameters this stage holds: full[q] from @p fulls and piece[q]
  * from @p pieces, in unit_params' order; returns the count (ids: their parameters). */
-static int held_params(const struct hx_gpt *m, int l, int u, int *ids, hx_tensor_t *full,
+static int held_params(const struct hx_model *m, int l, int u, int *ids, hx_tensor_t *full,
                        hx_tensor_t *piece, hx_tensor_t const *fulls, hx_tensor_t const *pieces)
 {
     int all[HX_UNIT_MAX], n = 0;
@@ -102,7 +106,7 @@ static int tp_dim_of(const struct hx_param_spec *s)
     }
 }
 
-static void tp_split(struct gpt_param_dist *d, const struct hx_param_spec *s, int tp)
+static void tp_split(struct hx_param_dist *d, const struct hx_param_spec *s, int tp)
 {
     d->tp_dim = tp > 1 ? tp_dim_of(s) : -1;
     d->lrows = d->tp_dim == 0 ? d->rows / tp : d->rows;
@@ -117,21 +121,21 @@ static void tp_split(struct gpt_param_dist *d, const struct hx_param_spec *s, in
     }
 }
 
-void hx_gpt_dist_layout(struct hx_gpt *m)
+void hx_dist_layout(struct hx_model *m)
 {
-    const struct hx_mesh *ms = &m->base.mesh;
-    int L = m->cfg.num_layers;
+    const struct hx_mesh *ms = &m->mesh;
+    int L = m->L;
     m->pd = calloc((size_t)m->nparams, sizeof *m->pd);
     int *nk = calloc((size_t)L + 1, sizeof(int)); /* [l + 1]: parameters of layer l so far */
     HX_ASSERT(m->pd != NULL && nk != NULL, "out of memory");
     int p = ms->sp.s, j = ms->groups[HX_GROUP_SHARD_P].rank;
     /* pipeline stages: layers in equal runs; the embedding on the first stage, the output
      * layer and its norm on the last, a tied embedding on both */
-    int first = hx_gpt_vstage_rank(m, 0), head = hx_gpt_vstage_rank(m, m->base.nvs - 1);
+    int first = hx_model_vstage_rank(m, 0), head = hx_model_vstage_rank(m, m->nvs - 1);
     m->units = 1;
     for (int i = 0; i < m->nparams; i++) {
         const struct hx_param_spec *s = &m->spec[i];
-        struct gpt_param_dist *d = &m->pd[i];
+        struct hx_param_dist *d = &m->pd[i];
         d->layer = s->site == HX_SITE_LAYER ? s->layer : -1;
         d->k = d->layer >= 0 ? nk[d->layer + 1] : -1;
         HX_ASSERT(d->layer < L && ++nk[d->layer + 1] <= HX_UNIT_MAX && s->unit >= 0 &&
@@ -142,7 +146,7 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
         d->rows = s->rows;
         d->cols = s->cols;
         snprintf(d->name, sizeof d->name, "%s", s->name);
-        d->stage = d->layer >= 0 ? hx_gpt_vstage_rank(m, d->layer / m->base.Lc)
+        d->stage = d->layer >= 0 ? hx_model_vstage_rank(m, d->layer / m->Lc)
                  : s->site == HX_SITE_HEAD ? head : first;
         d->held = d->stage == ms->pp_rank || (s->site == HX_SITE_TIED && head == ms->pp_rank);
         tp_split(d, s, ms->tp);
@@ -185,7 +189,7 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
         }
         done[best] = 1;
         load[owner] += m->pd[best].piece_cnt;
-        struct gpt_param_dist *d = &m->pd[best];
+        struct hx_param_dist *d = &m->pd[best];
         d->os_owner = owner;
         d->owns_optim = owner == me;
         d->owns_grad = ms->sg.s == ms->sp.s || d->owns_optim;
@@ -196,16 +200,16 @@ void hx_gpt_dist_layout(struct hx_gpt *m)
 
 /* ---- tensors ---- */
 
-static hx_tensor_t comm_tensor(struct hx_gpt *m, const char *fmt, const char *name, int rows,
+static hx_tensor_t comm_tensor(struct hx_model *m, const char *fmt, const char *name, int rows,
                                int cols)
 {
     char buf[HX_NAME_MAX + 16];
     snprintf(buf, sizeof buf, fmt, name);
     buf[HX_NAME_MAX - 1] = '\0';
-    return hx_graph_tensor(m->base.g, buf, HX_F32, HX_ROLE_COMM, rows, cols, 0);
+    return hx_graph_tensor(m->g, buf, HX_F32, HX_ROLE_COMM, rows, cols, 0);
 }
 
-static void queue_init(struct hx_gpt *m, struct gpt_grad_queue *q, int ch, int accumulate)
+static void queue_init(struct hx_model *m, struct hx_grad_queue *q, int ch, int accumulate)
 {
     q->ch = ch;
     q->accumulate = accumulate;
@@ -214,9 +218,9 @@ static void queue_init(struct hx_gpt *m, struct gpt_grad_queue *q, int ch, int a
     HX_ASSERT(q->ids != NULL && q->cuts != NULL, "out of memory");
 }
 
-void hx_gpt_dist_tensors(struct hx_gpt *m)
+void hx_dist_tensors(struct hx_model *m)
 {
-    const struct hx_mesh *ms = &m->base.mesh;
+    const struct hx_mesh *ms = &m->mesh;
     int n = m->nparams, sharded = ms->sp.s > 1, per_mb = ms->sg.s > ms->sp.s;
     m->pfull = calloc((size_t)n, sizeof(hx_tensor_t));
     m->gfull = calloc((size_t)n, sizeof(hx_tensor_t));
@@ -229,13 +233,13 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
     hx_tensor_t *slot = calloc(nslot, sizeof *slot), *gslot = calloc(nslot, sizeof *gslot);
     m->slot_layer = malloc(sizeof(int) * (size_t)m->nps);
     m->rs_wait = malloc(sizeof *m->rs_wait * (size_t)RS_WAIT_MAX(m));
-    m->grads_done = calloc((size_t)((m->cfg.num_layers + 1) * m->base.Ml * m->units), sizeof(int));
+    m->grads_done = calloc((size_t)((m->L + 1) * m->Ml * m->units), sizeof(int));
     HX_ASSERT(slot && gslot && m->slot_layer && m->rs_wait && m->grads_done, "out of memory");
     for (int k = 0; k < m->nps; k++) {
         m->slot_layer[k] = -1;
     }
     for (int i = 0; i < n; i++) {
-        const struct gpt_param_dist *d = &m->pd[i];
+        const struct hx_param_dist *d = &m->pd[i];
         if (!d->held) { /* another pipeline stage's */
             continue;
         }
@@ -276,15 +280,15 @@ void hx_gpt_dist_tensors(struct hx_gpt *m)
     queue_init(m, &m->queue[1], HX_GROUP_SHARD_G, 1);
 }
 
-void hx_gpt_dist_prefetch_depth(struct hx_gpt *m)
+void hx_dist_prefetch_depth(struct hx_model *m)
 {
-    int L = m->cfg.num_layers, d = 1;
-    if (m->base.par.prefetch && m->base.mesh.sp.s > 1 && m->base.par.prefetch_memory > 0) {
+    int L = m->L, d = 1;
+    if (m->par.prefetch && m->mesh.sp.s > 1 && m->par.prefetch_memory > 0) {
         double layer = 0; /* bytes of one layer's gathered (tp-local) parameters */
         for (int i = 0; i < m->nparams; i++) {
             layer += m->pd[i].layer == 0 ? 4.0 * m->pd[i].lrows * m->pd[i].lcols : 0;
         }
-        d = (int)(m->base.par.prefetch_memory / layer) - 1;
+        d = (int)(m->par.prefetch_memory / layer) - 1;
         d = d < 1 ? 1 : d;
     }
     d = d < L - 1 ? d : L - 1;
@@ -297,104 +301,104 @@ void hx_gpt_dist_prefetch_depth(struct hx_gpt *m)
 /* The channel of the node being emitted's tp collectives: strand beta has its own, so with
  * two strands interleaved a backward's collective never waits on the token behind the other
  * strand's forward (whose input may come from another stage that waits on that backward). */
-int hx_gpt_tp_channel(const struct hx_gpt *m)
+int hx_model_tp_channel(const struct hx_model *m)
 {
-    return m->base.g->cur.strand == HX_STRAND_BETA ? HX_GROUP_TP_BETA : HX_GROUP_TP;
+    return m->g->cur.strand == HX_STRAND_BETA ? HX_GROUP_TP_BETA : HX_GROUP_TP;
 }
 
-static struct hx_tp_group tp_group(const struct hx_gpt *m)
+static struct hx_tp_group tp_group(const struct hx_model *m)
 {
-    struct hx_tp_group tp = { hx_gpt_tp_channel(m), m->base.mesh.tp, m->base.mesh.tp_rank };
+    struct hx_tp_group tp = { hx_model_tp_channel(m), m->mesh.tp, m->mesh.tp_rank };
     return tp;
 }
 
-hx_tensor_t hx_gpt_tp_gather(struct hx_gpt *m, hx_tensor_t full, hx_tensor_t shard)
+hx_tensor_t hx_model_tp_gather(struct hx_model *m, hx_tensor_t full, hx_tensor_t shard)
 {
-    if (!m->base.mesh.sequence_parallel) {
+    if (!m->mesh.sequence_parallel) {
         return shard;
     }
-    if (m->base.par.tp_comm_overlap) {
-        hx_tp_allgather(m->base.g, tp_group(m), full, shard);
+    if (m->par.tp_comm_overlap) {
+        hx_tp_allgather(m->g, tp_group(m), full, shard);
     } else {
-        hx_allgather_tiles(m->base.g, hx_gpt_tp_channel(m), full, shard);
+        hx_allgather_tiles(m->g, hx_model_tp_channel(m), full, shard);
     }
     return full;
 }
 
-void hx_gpt_tp_partial(struct hx_gpt *m)
+void hx_model_tp_partial(struct hx_model *m)
 {
-    if (m->base.par.tp_comm_overlap) {
-        hx_tp_order(m->base.g, tp_group(m), 1);
+    if (m->par.tp_comm_overlap) {
+        hx_tp_order(m->g, tp_group(m), 1);
     }
 }
 
 /* The scratch for the partials @p shard receives (--tp-comm-overlap): its own, made on first
  * use. */
-static hx_tensor_t *rs_scratch(struct hx_gpt *m, hx_tensor_t shard)
+static hx_tensor_t *rs_scratch(struct hx_model *m, hx_tensor_t shard)
 {
     for (int i = 0; i < m->nrs_scratch; i++) {
         if (m->rs_scratch[i].shard == shard) {
             return m->rs_scratch[i].recv;
         }
     }
-    struct gpt_rs_scratch *grown =
+    struct hx_rs_scratch *grown =
         realloc(m->rs_scratch, sizeof *grown * (size_t)(m->nrs_scratch + 1));
     HX_ASSERT(grown != NULL, "out of memory");
     m->rs_scratch = grown;
-    struct gpt_rs_scratch *s = &m->rs_scratch[m->nrs_scratch++];
+    struct hx_rs_scratch *s = &m->rs_scratch[m->nrs_scratch++];
     s->shard = shard;
-    s->recv = calloc((size_t)m->base.mesh.tp - 1, sizeof *s->recv);
+    s->recv = calloc((size_t)m->mesh.tp - 1, sizeof *s->recv);
     HX_ASSERT(s->recv != NULL, "out of memory");
-    for (int k = 1; k < m->base.mesh.tp; k++) {
+    for (int k = 1; k < m->mesh.tp; k++) {
         char name[HX_NAME_MAX];
         snprintf(name, sizeof name, "%.32s.from-%u", shard->name, (unsigned)k % 1000u);
-        s->recv[k - 1] = hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_ACTIVATION, shard->rows,
-                                         shard->cols, shard->tile_rows);
+        s->recv[k - 1] = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, shard->rows,
+                                    shard->cols, shard->tile_rows);
     }
     return s->recv;
 }
 
-void hx_gpt_tp_reduce(struct hx_gpt *m, hx_tensor_t shard, hx_tensor_t partial)
+void hx_model_tp_reduce(struct hx_model *m, hx_tensor_t shard, hx_tensor_t partial)
 {
-    hx_tp_order_reset(m->base.g);
-    if (m->base.mesh.tp == 1) {
+    hx_tp_order_reset(m->g);
+    if (m->mesh.tp == 1) {
         return;
     }
-    if (m->base.mesh.sequence_parallel && m->base.par.tp_comm_overlap) {
-        hx_tp_reduce_scatter(m->base.g, tp_group(m), shard, partial, rs_scratch(m, shard));
-    } else if (m->base.mesh.sequence_parallel) {
-        hx_reduce_scatter_tiles(m->base.g, hx_gpt_tp_channel(m), shard, partial, 0);
+    if (m->mesh.sequence_parallel && m->par.tp_comm_overlap) {
+        hx_tp_reduce_scatter(m->g, tp_group(m), shard, partial, rs_scratch(m, shard));
+    } else if (m->mesh.sequence_parallel) {
+        hx_reduce_scatter_tiles(m->g, hx_model_tp_channel(m), shard, partial, 0);
     } else {
         HX_ASSERT(shard == partial, "without sequence parallelism %s and %s must alias",
                   shard->name, partial->name);
-        hx_allreduce_tiles(m->base.g, hx_gpt_tp_channel(m), partial);
+        hx_allreduce_tiles(m->g, hx_model_tp_channel(m), partial);
     }
 }
 
 /* ---- parameter gathers (s_p > 1) ---- */
 
-void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
+void hx_dist_gather_params(struct hx_model *m, int layer)
 {
-    if (m->base.mesh.sp.s == 1 || layer >= m->cfg.num_layers) {
+    if (m->mesh.sp.s == 1 || layer >= m->L) {
         return;
     }
-    if (m->base.par.prefetch && layer >= 0) { /* still in its slot: the gathered values stand */
+    if (m->par.prefetch && layer >= 0) { /* still in its slot: the gathered values stand */
         if (m->slot_layer[layer % m->nps] == layer) {
             return;
         }
         m->slot_layer[layer % m->nps] = layer;
     }
-    int at = m->base.g->cur.layer; /* the gathers carry the layer they serve (traces) */
-    m->base.g->cur.layer = layer;
+    int at = m->g->cur.layer; /* the gathers carry the layer they serve (traces) */
+    m->g->cur.layer = layer;
     for (int u = 0; u < units(m, layer); u++) { /* one packed message per unit (units()) */
         int ids[HX_UNIT_MAX];
         hx_tensor_t full[HX_UNIT_MAX], piece[HX_UNIT_MAX];
         int n = held_params(m, layer, u, ids, full, piece, m->pfull, m->params);
         if (n > 0) {
-            hx_allgather_packed(m->base.g, HX_GROUP_SHARD_P, n, full, piece);
+            hx_allgather_packed(m->g, HX_GROUP_SHARD_P, n, full, piece);
         }
     }
-    m->base.g->cur.layer = at;
+    m->g->cur.layer = at;
 }
 
 /* ---- gradient buckets ---- */
@@ -404,45 +408,45 @@ void hx_gpt_dist_gather_params(struct hx_gpt *m, int layer)
  * Overlapped, a bucket is emitted as soon as it is cut, so it runs while the backward goes
  * on; serialized (the baseline), every bucket is emitted after the backward.  The cut is
  * the same either way, so both give bitwise the same gradients. */
-static long bucket_cap(const struct hx_gpt *m)
+static long bucket_cap(const struct hx_model *m)
 {
-    long cap = m->base.par.ddp_bucket_size;
-    long dflt = 1000000L * m->base.mesh.dp;
+    long cap = m->par.ddp_bucket_size;
+    long dflt = 1000000L * m->mesh.dp;
     return cap > 0 ? cap : (dflt > 40000000L ? dflt : 40000000L);
 }
 
 /* The tensor queue entry k reduces: the micro-batch's buffer when s_g > s_p, else the
  * accumulated gradient */
-static hx_tensor_t queued(const struct hx_gpt *m, const struct gpt_grad_queue *q, int k)
+static hx_tensor_t queued(const struct hx_model *m, const struct hx_grad_queue *q, int k)
 {
-    return m->base.mesh.sg.s > m->base.mesh.sp.s ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
+    return m->mesh.sg.s > m->mesh.sp.s ? m->mbg[q->ids[k]] : m->grads[q->ids[k]];
 }
 
 /* Emit queue entries [from, to) as one all-reduce; owners of a G-group bucket then add the
  * sum to their accumulator (select), the other members drop it. */
-static void bucket_emit(struct hx_gpt *m, struct gpt_grad_queue *q, int from, int to)
+static void bucket_emit(struct hx_model *m, struct hx_grad_queue *q, int from, int to)
 {
     hx_tensor_t ts[BUCKET_MAX] = { NULL };
     HX_ASSERT(to > from && to - from <= BUCKET_MAX, "bucket [%d, %d)", from, to);
     for (int k = from; k < to; k++) {
         ts[k - from] = queued(m, q, k);
     }
-    hx_allreduce(m->base.g, q->ch, to - from, ts, HX_SUM);
+    hx_allreduce(m->g, q->ch, to - from, ts, HX_SUM);
     for (int k = from; k < to && q->accumulate; k++) {
         int i = q->ids[k];
         if (m->pd[i].owns_grad) {
-            hx_accumulate(m->base.g, m->grads[i], m->mbg[i]);
+            hx_accumulate(m->g, m->grads[i], m->mbg[i]);
         }
     }
 }
 
-static void queue_add(struct hx_gpt *m, struct gpt_grad_queue *q, int i)
+static void queue_add(struct hx_model *m, struct hx_grad_queue *q, int i)
 {
     q->ids[q->n++] = i;
     q->open_elems += m->pd[i].piece_cnt;
     if (q->n - q->open == BUCKET_MAX || q->open_elems >= bucket_cap(m)) {
         q->cuts[q->ncuts++] = q->n;
-        if (!m->base.par.serialize_grad_reduce) {
+        if (!m->par.serialize_grad_reduce) {
             bucket_emit(m, q, q->open, q->n);
             q->emitted = q->n;
         }
@@ -455,15 +459,15 @@ static void queue_add(struct hx_gpt *m, struct gpt_grad_queue *q, int i)
  * a fence on every queued gradient first holds the channel until the last of them is
  * written, so no bucket starts before the backward ends: emitting the buckets late is not
  * enough, a bucket's all-reduce would otherwise start as soon as its own gradients are done. */
-static void queue_flush(struct hx_gpt *m, struct gpt_grad_queue *q)
+static void queue_flush(struct hx_model *m, struct hx_grad_queue *q)
 {
-    if (m->base.par.serialize_grad_reduce && q->n > 0) {
+    if (m->par.serialize_grad_reduce && q->n > 0) {
         hx_tensor_t *ts = malloc((size_t)q->n * sizeof *ts);
         HX_ASSERT(ts != NULL, "out of memory");
         for (int k = 0; k < q->n; k++) {
             ts[k] = queued(m, q, k);
         }
-        hx_channel_fence(m->base.g, q->ch, q->n, ts);
+        hx_channel_fence(m->g, q->ch, q->n, ts);
         free(ts);
     }
     for (int c = 0; c < q->ncuts; c++) {
@@ -479,7 +483,7 @@ static void queue_flush(struct hx_gpt *m, struct gpt_grad_queue *q)
     q->open_elems = 0;
 }
 
-void hx_gpt_dist_free(struct hx_gpt *m)
+void hx_dist_free(struct hx_model *m)
 {
     for (int k = 0; k < 2; k++) {
         free(m->queue[k].ids);
@@ -499,25 +503,25 @@ void hx_gpt_dist_free(struct hx_gpt *m)
     free(m->rs_scratch);
 }
 
-void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
+void hx_dist_backward_begin(struct hx_model *m, int layer, int mb)
 {
-    const struct hx_mesh *ms = &m->base.mesh;
+    const struct hx_mesh *ms = &m->mesh;
     (void)mb;
-    if (m->base.par.prefetch) { /* depth layers ahead, then what the layer above left waiting */
+    if (m->par.prefetch) { /* depth layers ahead, then what the layer above left waiting */
         if (layer - m->pf_depth >= 0) {
-            hx_gpt_dist_gather_params(m, layer - m->pf_depth);
+            hx_dist_gather_params(m, layer - m->pf_depth);
         }
         rs_flush(m);
-    } else if (ms->sp.s > 1 && layer >= 1 && layer - 1 <= m->cfg.num_layers - 3) {
+    } else if (ms->sp.s > 1 && layer >= 1 && layer - 1 <= m->L - 3) {
         /* the layer below's parameters, one layer ahead: the last two layers are still in
          * their slots from the forward */
-        hx_gpt_dist_gather_params(m, layer - 1);
+        hx_dist_gather_params(m, layer - 1);
     }
     for (int u = 0; u < units(m, layer); u++) {
         int ids[HX_UNIT_MAX];
         for (int q = 0, n = unit_params(m, layer, u, ids); q < n; q++) {
             if (m->gfull[ids[q]] != m->grads[ids[q]]) { /* a per-micro-batch buffer */
-                hx_fill(m->base.g, m->gfull[ids[q]], 0.0f);
+                hx_fill(m->g, m->gfull[ids[q]], 0.0f);
             }
         }
     }
@@ -526,15 +530,15 @@ void hx_gpt_dist_backward_begin(struct hx_gpt *m, int layer, int mb)
 /* Parameter i's gradient of micro-batch mb is in its piece (reduce-scattered when s_p > 1):
  * queue the piece for its all-reduce, so buckets fill in the order the backward finishes
  * gradients. */
-static void grad_queue(struct hx_gpt *m, int i, int mb)
+static void grad_queue(struct hx_model *m, int i, int mb)
 {
-    const struct hx_mesh *ms = &m->base.mesh;
-    int last = mb == m->base.Ml - 1, per_mb = ms->sg.s > ms->sp.s;
+    const struct hx_mesh *ms = &m->mesh;
+    int last = mb == m->Ml - 1, per_mb = ms->sg.s > ms->sp.s;
     if (per_mb && !last) {
         queue_add(m, &m->queue[1], i);
     } else if (last) {
-        if (per_mb && m->base.Ml > 1 && m->pd[i].owns_grad) {
-            hx_accumulate(m->base.g, m->mbg[i], m->grads[i]);
+        if (per_mb && m->Ml > 1 && m->pd[i].owns_grad) {
+            hx_accumulate(m->g, m->mbg[i], m->grads[i]);
         }
         if (ms->groups[HX_GROUP_REPLICA].size > 1) {
             queue_add(m, &m->queue[0], i);
@@ -545,22 +549,22 @@ static void grad_queue(struct hx_gpt *m, int i, int mb)
 /* s_p > 1: every gradient of unit @p u of layer @p l of micro-batch mb is complete: one
  * packed reduce-scatter of the unit's full gradients into this rank's pieces (accumulated,
  * or the micro-batch's buffers when s_g > s_p), then the queue. */
-static void unit_grads_now(struct hx_gpt *m, int l, int u, int mb)
+static void unit_grads_now(struct hx_model *m, int l, int u, int mb)
 {
-    int per_mb = m->base.mesh.sg.s > m->base.mesh.sp.s, ids[HX_UNIT_MAX];
+    int per_mb = m->mesh.sg.s > m->mesh.sp.s, ids[HX_UNIT_MAX];
     hx_tensor_t full[HX_UNIT_MAX], piece[HX_UNIT_MAX];
     int n = held_params(m, l, u, ids, full, piece, m->gfull, per_mb ? m->mbg : m->grads);
-    int at = m->base.g->cur.layer; /* the reduce-scatter carries the layer it serves (traces) */
-    m->base.g->cur.layer = l;
-    hx_reduce_scatter_packed(m->base.g, HX_GROUP_SHARD_P, n, piece, full, !per_mb);
-    m->base.g->cur.layer = at;
+    int at = m->g->cur.layer; /* the reduce-scatter carries the layer it serves (traces) */
+    m->g->cur.layer = l;
+    hx_reduce_scatter_packed(m->g, HX_GROUP_SHARD_P, n, piece, full, !per_mb);
+    m->g->cur.layer = at;
     for (int q = 0; q < n; q++) {
         grad_queue(m, ids[q], mb);
     }
 }
 
 /* hx-prefetch: the units' reduce-scatters that waited for the next gather, in order */
-static void rs_flush(struct hx_gpt *m)
+static void rs_flush(struct hx_model *m)
 {
     for (int k = 0; k < m->nrs_wait; k++) {
         unit_grads_now(m, m->rs_wait[k][0], m->rs_wait[k][1], m->rs_wait[k][2]);
@@ -568,9 +572,9 @@ static void rs_flush(struct hx_gpt *m)
     m->nrs_wait = 0;
 }
 
-void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
+void hx_dist_grad_done(struct hx_model *m, int i, int mb)
 {
-    if (m->base.mesh.sp.s == 1) {
+    if (m->mesh.sp.s == 1) {
         grad_queue(m, i, mb);
         return;
     }
@@ -579,12 +583,12 @@ void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
     for (int q = 0, nq = unit_params(m, l, u, ids); q < nq; q++) {
         held += m->pd[ids[q]].held;
     }
-    int *done = &m->grads_done[(mb * (m->cfg.num_layers + 1) + l + 1) * m->units + u];
+    int *done = &m->grads_done[(mb * (m->L + 1) + l + 1) * m->units + u];
     if (++*done < held) {
         return;
     }
     *done = 0;
-    if (m->base.par.prefetch && l >= 0) {
+    if (m->par.prefetch && l >= 0) {
         /* deferred behind the next layer's gather on the shard channel (AxoNN IV-B); its
          * bucket follows it, so nothing reads the piece before the reduce-scatter wrote it */
         HX_ASSERT(m->nrs_wait < RS_WAIT_MAX(m), "%d deferred reduce-scatters", m->nrs_wait);
@@ -596,16 +600,16 @@ void hx_gpt_dist_grad_done(struct hx_gpt *m, int i, int mb)
     unit_grads_now(m, l, u, mb);
 }
 
-void hx_gpt_dist_backward_end(struct hx_gpt *m, int mb)
+void hx_dist_backward_end(struct hx_model *m, int mb)
 {
     (void)mb; /* a micro-batch's G-group buckets go before the next one's backward */
     rs_flush(m);
     queue_flush(m, &m->queue[1]);
 }
 
-void hx_gpt_dist_after_backward(struct hx_gpt *m)
+void hx_dist_after_backward(struct hx_model *m)
 {
-    const struct hx_mesh *ms = &m->base.mesh;
+    const struct hx_mesh *ms = &m->mesh;
     queue_flush(m, &m->queue[0]);
     /* LayerNorm gradients of sequence shards are partial over tp: sum them (the tp peers
      * own the same pieces) */
@@ -615,53 +619,56 @@ void hx_gpt_dist_after_backward(struct hx_gpt *m)
         if (m->pd[i].sp_partial && m->pd[i].owns_optim) {
             ts[n++] = m->gfinal[i];
             if (n == BUCKET_MAX) {
-                hx_allreduce(m->base.g, HX_GROUP_TP, n, ts, HX_SUM);
+                hx_allreduce(m->g, HX_GROUP_TP, n, ts, HX_SUM);
                 n = 0;
             }
         }
     }
     if (n > 0) {
-        hx_allreduce(m->base.g, HX_GROUP_TP, n, ts, HX_SUM);
+        hx_allreduce(m->g, HX_GROUP_TP, n, ts, HX_SUM);
     }
     if (ms->dp > 1) {
-        hx_allreduce(m->base.g, HX_GROUP_DP, 1, &m->loss_sum, HX_SUM);
+        hx_allreduce(m->g, HX_GROUP_DP, 1, &m->loss_sum, HX_SUM);
     }
     if (ms->pp > 1) {
         /* the two copies of a tied embedding (first stage: lookup, last: head) sum their
-         * gradients, after each was reduced over its replicas; then both run the same AdamW */
+         * gradients, after each was reduced over its replicas; then both run the same AdamW
+         * (one copy when a folded pipeline runs both ends on one stage) */
+        int tied_copies =
+            hx_model_vstage_rank(m, 0) != hx_model_vstage_rank(m, m->nvs - 1) ? 2 : 1;
         for (int i = 0; i < m->nparams; i++) {
-            if (m->spec[i].site == HX_SITE_TIED && m->wte_copies == 2 &&
-                (m->base.first_stage || m->base.last_stage)) {
-                hx_allreduce(m->base.g, HX_GROUP_EMBED, 1, &m->gfinal[i], HX_SUM);
+            if (m->spec[i].site == HX_SITE_TIED && tied_copies == 2 &&
+                (m->first_stage || m->last_stage)) {
+                hx_allreduce(m->g, HX_GROUP_EMBED, 1, &m->gfinal[i], HX_SUM);
             }
         }
-        hx_allreduce(m->base.g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM); /* 0 but on the last */
+        hx_allreduce(m->g, HX_GROUP_PP, 1, &m->loss_sum, HX_SUM); /* 0 but on the last */
     }
 }
 
 /* Each gradient element once in the job: by its piece's OS owner in the first OS group of
  * the replica group (the others hold copies), and for tensors replicated over tp by tp
  * rank 0. */
-int hx_gpt_dist_counts_in_norm(const struct hx_gpt *m, int i)
+int hx_dist_counts_in_norm(const struct hx_model *m, int i)
 {
-    const struct hx_mesh *ms = &m->base.mesh;
+    const struct hx_mesh *ms = &m->mesh;
     int first_os_group = ms->groups[HX_GROUP_REPLICA].rank < ms->groups[HX_GROUP_SHARD_OS].size;
     /* the last stage's copy of a tied embedding is the first stage's again */
-    int first_copy = m->spec[i].site != HX_SITE_TIED || m->base.first_stage;
+    int first_copy = m->spec[i].site != HX_SITE_TIED || m->first_stage;
     return m->pd[i].owns_optim && first_os_group && first_copy &&
            (m->pd[i].tp_dim >= 0 || ms->tp_rank == 0);
 }
 
-void hx_gpt_dist_norm_reduce(struct hx_gpt *m)
+void hx_dist_norm_reduce(struct hx_model *m)
 {
-    if (m->base.mesh.world_size > 1) {
-        hx_allreduce(m->base.g, HX_GROUP_WORLD, 1, &m->gnorm_sumsq, HX_SUM);
+    if (m->mesh.world_size > 1) {
+        hx_allreduce(m->g, HX_GROUP_WORLD, 1, &m->gnorm_sumsq, HX_SUM);
     }
 }
 
-void hx_gpt_dist_after_adamw(struct hx_gpt *m)
+void hx_dist_after_adamw(struct hx_model *m)
 {
-    if (m->base.mesh.groups[HX_GROUP_SHARD_OS].size == 1) {
+    if (m->mesh.groups[HX_GROUP_SHARD_OS].size == 1) {
         return;
     }
     /* runs of consecutive pieces with one owner travel as one packed broadcast */
@@ -673,7 +680,7 @@ void hx_gpt_dist_after_adamw(struct hx_gpt *m)
         }
         int owner = i < m->nparams ? m->pd[i].os_owner : -1;
         if (n > 0 && (owner != root || n == BUCKET_MAX)) {
-            hx_broadcast(m->base.g, HX_GROUP_SHARD_OS, n, ts, root);
+            hx_broadcast(m->g, HX_GROUP_SHARD_OS, n, ts, root);
             n = 0;
         }
         if (i < m->nparams) {
