@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file helix/model.h
- * @brief The model interface the parallel passes consume (issue 24), part 1: a model's
- *        parameters as plain data.  Each parameter says what it is (role), how tensor
+ * @brief The model interface the parallel passes consume (issue 24): a model's parameters
+ *        as plain data, and the settings and results of any model's training step (the
+ *        optimizer, the parallel configuration, a step's loss and norm).  Each parameter says what it is (role), how tensor
  *        parallelism cuts it (split), where it lives (a layer, or the embedding or head
  *        side of the pipeline) and which sharding unit moves it; the passes derive every
  *        rank's layout from that alone: tp shards (Megatron 1D), pipeline stages, AMSP
@@ -69,6 +70,108 @@ struct hx_param_spec {
                               *   packed message) */
     int init;                /**< enum hx_param_init */
     double init_std;         /**< HX_INIT_NORMAL: the standard deviation */
+};
+
+/* ---- what any model's training step takes and gives (GPT-2 and Llama's: helix/gpt.h) ---- */
+
+struct hx_mesh;
+struct hx_plan;
+
+/** Learning-rate decay after warmup (Megatron's --lr-decay-style). */
+enum hx_lr_decay { HX_LR_COSINE = 0, HX_LR_LINEAR = 1, HX_LR_CONSTANT = 2 };
+
+struct hx_optim_config {
+    float lr, min_lr;         /**< peak and final learning rate */
+    int decay_style;          /**< enum hx_lr_decay */
+    int warmup_iters;         /**< linear warmup steps */
+    int decay_iters;          /**< step at which the cosine reaches min_lr */
+    float beta1, beta2, eps;  /**< Adam */
+    float weight_decay;       /**< decoupled, on 2-D weights only (not biases, LayerNorm) */
+    float clip_grad;          /**< global-norm clip; <= 0 disables */
+};
+
+/** Megatron-style defaults: lr 6e-4, min_lr 6e-5, betas 0.9/0.95, eps 1e-8, wd 0.1, clip 1. */
+void hx_optim_config_default(struct hx_optim_config *o, int train_iters);
+
+/** Learning rate of 0-based step @p s: linear warmup, then the decay style down to min_lr
+ *  at decay_iters (constant stays at lr). */
+float hx_lr_at(const struct hx_optim_config *o, int s);
+
+/** Per-step results read back after the step's tasks finished. */
+struct hx_step_result {
+    double loss;       /**< mean cross-entropy over the M*B*T tokens of the step */
+    double grad_norm;  /**< global L2 norm of the gradients before clipping */
+    float lr;          /**< learning rate used by this step */
+};
+
+/** How one rank of a distributed run takes part (design/architecture.md §5). */
+struct hx_parallel_config {
+    const struct hx_mesh *mesh;  /**< this rank's mesh; NULL = the serial run */
+    long ddp_bucket_size;        /**< gradient elements per bucket; 0 = Megatron's default
+                                  *   max(40M, 1M x dp) */
+    int serialize_grad_reduce;   /**< 1: every gradient collective after the whole backward
+                                  *   (--no-overlap-grad-reduce, the baseline); 0: each bucket
+                                  *   as soon as the backward completed it */
+    int pipeline_schedule;       /**< enum hx_pipeline_schedule, with mesh->pp > 1 */
+    int strands;                 /**< 1: two strands (DHelix): micro-batches alternate alpha,
+                                  *   beta; a backward and the next forward of the other
+                                  *   strand are emitted interleaved layer by layer, the
+                                  *   forward reusing the activations the backward frees */
+    const struct hx_plan *strand_plan; /**< with strands: DHelix's pairing plan of a layer
+                                  *   (helix/plan.h), applied to every (forward layer, backward
+                                  *   layer) pair of an SI block whose ops match it; NULL:
+                                  *   none (the layers' ops in emission order) */
+    unsigned sched_needs;        /**< what the policy that runs the graph needs from it
+                                  *   (hx_sched_needs of include/helix/sched.h):
+                                  *   HX_SCHED_NEEDS_PREFETCH turns prefetch on,
+                                  *   HX_SCHED_NEEDS_SERIAL_COMM adds serial-comm's control
+                                  *   edges (hx_graph_serialize_comm) to the step and to
+                                  *   evaluation's tail */
+    int prefetch;                /**< 1 (or HX_SCHED_NEEDS_PREFETCH; 1 alone gives it to
+                                  *   another policy: serial-comm's baseline of it):
+                                  *   hx-prefetch's graph order under parameter sharding
+                                  *   (s_p > 1): each layer's parameters all-gathered
+                                  *   prefetch-depth layers ahead into depth + 1 rotating
+                                  *   slots, a gather skipped while its slot still holds the
+                                  *   layer (the backward reuses the forward's last layers,
+                                  *   the next forward the backward's), and each layer's
+                                  *   gradient reduce-scatters emitted after the next
+                                  *   gather, so they never hold it back on the channel */
+    int tp_comm_overlap;         /**< 1 (Megatron's --tp-comm-overlap; needs tp > 1 and
+                                  *   sequence parallelism): Flux's tile-level AG+GEMM and
+                                  *   GEMM+RS (helix/tp_overlap.h) instead of one all-gather
+                                  *   or reduce-scatter per row tile; the sequence shards
+                                  *   become whole row tiles, dealt out tile-cyclically, and
+                                  *   tile_seqs counts the sequences of one such tile */
+    int recompute;               /**< enum hx_recompute: activations dropped after the
+                                  *   forward and computed again in the backward */
+    double prefetch_memory;      /**< with prefetch: bytes for gathered layer parameters;
+                                  *   the depth is the layers that fit, less the one in use
+                                  *   (at least 1); 0 = depth 1 (AxoNN's one layer ahead) */
+};
+
+/** Activation recomputation (Megatron's --recompute-activations), a graph transformation:
+ *  the dropped activations are computed again by the same codelets on the same inputs right
+ *  before the layer's backward, so every number stays bitwise the same. */
+enum hx_recompute {
+    HX_RECOMPUTE_NONE,
+    HX_RECOMPUTE_SELECTIVE, /**< the attention core (its output and log-sum-exp, from qkv)
+                             *   and the GELU (from its input): no GEMM with a weight runs
+                             *   again, 5C of a layer's ~16C floats per token are dropped */
+    HX_RECOMPUTE_FULL,      /**< only each layer's output is kept; the backward of layer l
+                             *   runs its forward again from layer l-1's output (the
+                             *   parameters gathered for the backward serve it) */
+};
+
+/** The order in which a pipeline stage runs its micro-batches' forwards (F) and backwards
+ *  (B); every order gives the same gradients (B runs micro-batches in order). */
+enum hx_pipeline_schedule {
+    HX_PIPE_1F1B,   /**< stage s: p-s-1 warm-up forwards, then F and B alternate (p-s in
+                     *   flight), then the remaining B (PipeDream-flush, Megatron's default) */
+    HX_PIPE_GPIPE,  /**< every forward, then every backward (M in flight) */
+    HX_PIPE_FOLD,   /**< DHelix's model folding: 2p chunks, stage s holds chunk s and its
+                     *   mirror 2p-1-s; a micro-batch goes down the stages and back up (a V),
+                     *   forward then backward (a W); embedding and head both on stage 0 */
 };
 
 #ifdef __cplusplus

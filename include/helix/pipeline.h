@@ -17,7 +17,7 @@
 #ifndef HELIX_PIPELINE_H
 #define HELIX_PIPELINE_H
 
-#include "helix/gpt.h"
+#include "helix/model.h" /* enum hx_pipeline_schedule */
 
 #ifdef __cplusplus
 extern "C" {
