@@ -20,12 +20,9 @@ STARPU_HOME=${STARPU_HOME:-$HX_BUILDDIR/tests/.starpu}
 export HX_BUILDDIR STARPU_NCPU STARPU_HOME
 
 # The test's scratch folder (tests put their own files here too, and set no trap of their
-# own: replacing TMP or the trap leaked this folder, one per run).  A test the harness kills
-# (TERM) or a user interrupts removes it as well: sh runs the EXIT trap on exit only.
+# own: replacing TMP or the trap leaked this folder, one per run)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/hx-cli.XXXXXX") || exit 99
 trap 'rm -rf "$TMP"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
 OUT=$TMP/stdout
 ERR=$TMP/stderr
 RC=0
