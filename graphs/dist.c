@@ -92,7 +92,7 @@ static int held_params(const struct hx_model *m, int l, int u, int *ids, hx_tens
 /* The dimension Megatron's 1D tensor parallelism cuts: an embedding's vocabulary rows, a
  * column-parallel weight's output rows or its bias's columns, a row-parallel weight's input
  * columns; -1: replicated. */
-static int tp_dim_of(const struct hx_param_spec *s)
+int hx_dist_tp_dim(const struct hx_param_spec *s)
 {
     switch (s->split) {
     case HX_TP_VOCAB:
@@ -108,7 +108,7 @@ static int tp_dim_of(const struct hx_param_spec *s)
 
 static void tp_split(struct hx_param_dist *d, const struct hx_param_spec *s, int tp)
 {
-    d->tp_dim = tp > 1 ? tp_dim_of(s) : -1;
+    d->tp_dim = tp > 1 ? hx_dist_tp_dim(s) : -1;
     d->lrows = d->tp_dim == 0 ? d->rows / tp : d->rows;
     d->lcols = d->tp_dim == 1 ? d->cols / tp : d->cols;
     /* the blocks along the cut, each cut in tp parts (q|k|v separately: whole heads) */
@@ -572,7 +572,7 @@ static void rs_flush(struct hx_model *m)
     m->nrs_wait = 0;
 }
 
-void hx_dist_grad_done(struct hx_model *m, int i, int mb)
+void hx_model_grad_done(struct hx_model *m, int i, int mb)
 {
     if (m->mesh.sp.s == 1) {
         grad_queue(m, i, mb);

@@ -108,48 +108,6 @@ int hx_gpt_config_check(const struct hx_gpt_config *c)
     return HX_OK;
 }
 
-/* Parameters with their gradient and Adam moments, in the documented order: this rank's
- * pieces (graphs/dist.c), the gradient only where this rank accumulates it and the Adam
- * states only where it runs AdamW. */
-static void make_params(struct hx_gpt *m)
-{
-    int flat = m->base.mesh.sp.s > 1;
-    hx_gpt_param_specs(m);
-    m->base.params = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
-    m->base.grads = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
-    m->base.adam_m = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
-    m->base.adam_v = calloc((size_t)m->base.nparams, sizeof(hx_tensor_t));
-    HX_ASSERT(m->base.params && m->base.grads && m->base.adam_m && m->base.adam_v, "out of memory");
-    hx_dist_layout(&m->base);
-    for (int i = 0; i < m->base.nparams; i++) {
-        const struct hx_param_dist *d = &m->base.pd[i];
-        const char *name = d->name;
-        if (!d->held) { /* another pipeline stage keeps it: no tensors here */
-            continue;
-        }
-        /* a piece under s_p > 1 is flat; otherwise the tp-local matrix */
-        int r = flat ? 1 : d->lrows;
-        int k = flat ? (int)d->piece_cnt : d->lcols;
-        char gname[HX_NAME_MAX + 8];
-        m->base.params[i] = hx_graph_tensor(m->base.g, name, HX_F32, HX_ROLE_PARAM, r, k, 0);
-        /* weights and embeddings decay; biases and norms do not */
-        m->base.params[i]->weight_decay = m->base.spec[i].role == HX_PARAM_WEIGHT ||
-                                          m->base.spec[i].role == HX_PARAM_EMBEDDING;
-        if (d->owns_grad) {
-            snprintf(gname, sizeof gname, "%s.grad", name);
-            m->base.grads[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_GRAD, r, k, 0);
-            m->base.grads[i]->grad_of = m->base.params[i]->id;
-        }
-        if (d->owns_optim) {
-            snprintf(gname, sizeof gname, "%s.adam_m", name);
-            m->base.adam_m[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
-            snprintf(gname, sizeof gname, "%s.adam_v", name);
-            m->base.adam_v[i] = hx_graph_tensor(m->base.g, gname, HX_F32, HX_ROLE_OPTIM, r, k, 0);
-            m->base.adam_m[i]->grad_of = m->base.adam_v[i]->grad_of = m->base.params[i]->id;
-        }
-    }
-}
-
 /* The loss of the logits in place: the serial cross-entropy, or under tensor parallelism
  * the vocabulary-parallel one (each shard's log-sum-exp and target logit, gathered over tp,
  * combined the same way on every tp rank).  With @p grad the logits become dlogits. */
@@ -175,11 +133,6 @@ void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
     hx_reduce(g, m->base.loss_sum, m->losses, 0);
 }
 
-int hx_gpt_vstage_rank(const struct hx_gpt *m, int v)
-{
-    return hx_model_vstage_rank(&m->base, v);
-}
-
 /* Virtual stages v and v+1 talk on the down channels (pp, pp_bwd) while v+1 < p, and on the
  * channels of the way back up a folded pipeline (fold_f, fold_b) after the turn: one channel
  * per stream, so no stream waits behind another on a token. */
@@ -189,18 +142,6 @@ int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward)
         return backward ? HX_GROUP_PP_BWD : HX_GROUP_PP;
     }
     return backward ? HX_GROUP_FOLD_B : HX_GROUP_FOLD_F;
-}
-
-/* Metadata of the nodes of micro-batch mb's work: phase, micro-batch, strand (with two
- * strands, alpha and beta alternate: one by one, or in groups of p in the folded W) */
-void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer)
-{
-    m->base.g->cur.phase = phase;
-    m->base.g->cur.microbatch = mb;
-    m->base.g->cur.layer = layer;
-    m->base.g->cur.strand = !m->base.strands ? HX_STRAND_NONE
-                            : hx_pipeline_strand(m->base.par.pipeline_schedule, m->base.mesh.pp, mb)
-                                ? HX_STRAND_BETA : HX_STRAND_ALPHA;
 }
 
 /* The forward of chunk c of micro-batch mb in three pieces: its input (the embedding, or the
@@ -214,15 +155,9 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
     int tp0 = m->base.mesh.tp_rank == 0, a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_take_layer(m, mb, lo);
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
+    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, -1);
     hx_tensor_t x = c == 0 ? m->emb : m->in2;
-    if (a == 0) {
-        if (mb == 0) { /* embedding and head parameters stay gathered for the whole step */
-            hx_dist_gather_params(&m->base, -1);
-        }
-        for (int l = 0; l < m->base.pf_depth; l++) { /* each layer then gathers pf_depth ahead */
-            hx_dist_gather_params(&m->base, l);
-        }
+    if (a == 0) { /* the schedule pass gathered the embedding's parameters */
         hx_tensor_t wpe = hx_gpt_pt(P, m->p_wpe); /* none with rotary positions */
         if (m->base.mesh.tp == 1 && wpe != NULL) {
             hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len);
@@ -232,7 +167,7 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
         }
         hx_model_tp_reduce(&m->base, m->emb, m->emb_part);
     } else { /* the previous virtual stage's output, tile by tile (sequence shards under SP) */
-        hx_recv_tiles(g, hx_gpt_edge_channel(m, a - 1, 0), x, hx_gpt_vstage_rank(m, a - 1));
+        hx_recv_tiles(g, hx_gpt_edge_channel(m, a - 1, 0), x, hx_model_vstage_rank(&m->base, a - 1));
     }
     g->cur.layer = lo;
     struct gpt_layer_acts *a0 = &m->layers[lo];
@@ -277,10 +212,9 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     }
     hx_gpt_take_keep(m, mb, l); /* full recompute: the output kept apart */
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, l);
+    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
-    hx_dist_gather_params(&m->base, l + m->base.pf_depth); /* a later layer's, during this one */
     hx_gpt_layer_to_gelu(m, l, x);
     hx_model_tp_partial(&m->base);
     hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[hx_gpt_pi(m, l, P_FCPROJ_W)],
@@ -307,10 +241,10 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
     hx_graph_t g = m->base.g;
     int b = m->base.cv[c] + m->base.cvn[c] - 1, hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
+    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, -1);
     if (b + 1 < m->base.nvs) {
         hx_send_tiles(g, hx_gpt_edge_channel(m, b, 0), m->res_out[hi - 1],
-                      hx_gpt_vstage_rank(m, b + 1));
+                      hx_model_vstage_rank(&m->base, b + 1));
         return;
     }
     hx_tensor_t lnf = hx_model_tp_gather(&m->base, m->lnfg, m->lnf);
@@ -421,35 +355,24 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     if (ret == HX_OK) {
         ret = check_mesh(cfg, mesh, par != NULL ? par->pipeline_schedule : HX_PIPE_1F1B);
     }
-    int rc = par != NULL ? par->recompute : HX_RECOMPUTE_NONE;
-    if (ret == HX_OK && (rc < HX_RECOMPUTE_NONE || rc > HX_RECOMPUTE_FULL)) {
-        ret = HX_ERR(HX_EINVAL, "recompute %d is not an enum hx_recompute", rc);
-    }
-    if (ret == HX_OK && rc != HX_RECOMPUTE_NONE && (mesh->pp > 1 || par->strands)) {
-        ret = HX_ERR(HX_EINVAL, "--recompute-activations with %s is not supported: the "
-                     "recomputation is emitted per layer of whole micro-batches; drop one",
-                     mesh->pp > 1 ? "--pipeline-model-parallel-size > 1" : "--strands");
-    }
     int tpo = par != NULL && par->tp_comm_overlap;
     if (ret == HX_OK && tpo) {
         ret = hx_gpt_check_tp_overlap(cfg, mesh, 0);
     }
-    if (ret != HX_OK) {
-        return ret;
+    struct hx_gpt *m = ret == HX_OK ? calloc(1, sizeof *m) : NULL;
+    if (ret == HX_OK && m == NULL) {
+        ret = HX_ERR(HX_ENOMEM, "GPT model struct");
     }
-    struct hx_gpt *m = calloc(1, sizeof *m);
-    if (m == NULL || (m->base.g = hx_graph_create()) == NULL) {
+    if (ret == HX_OK) { /* the layout every model's step has (graphs/model.c) */
+        m->base.ops = &hx_gpt_model_ops;
+        ret = hx_model_init(&m->base, par, cfg->num_layers, cfg->num_micro_batches);
+    }
+    if (ret != HX_OK) {
         free(m);
-        return HX_ERR(HX_ENOMEM, "GPT model struct");
+        return ret;
     }
     m->cfg = *cfg;
     m->opt = *o;
-    m->base.mesh = *mesh;
-    if (par != NULL) {
-        m->base.par = *par;
-    }
-    m->base.par.mesh = &m->base.mesh;
-    m->base.par.prefetch |= (m->base.par.sched_needs & HX_SCHED_NEEDS_PREFETCH) != 0;
     if (m->cfg.max_seq_len == 0) {
         m->cfg.max_seq_len = cfg->seq_len;
     }
@@ -471,47 +394,21 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->fc_cols = (mc->swiglu ? 2 : 1) * m->ffn_cols;
     m->N = cfg->seq_len * cfg->micro_batch_size;
     m->Ns = m->base.mesh.sequence_parallel ? m->N / m->base.mesh.tp : m->N;
-    m->base.Ml = cfg->num_micro_batches / m->base.mesh.dp;
+    m->base.loss_count = (double)m->N * cfg->num_micro_batches;
     m->V = cfg->vocab_size / m->base.mesh.tp;
     int s = m->base.mesh.pp_rank, p = m->base.mesh.pp, sched = m->base.par.pipeline_schedule;
-    m->base.L = cfg->num_layers;
-    m->base.nvs = hx_pipeline_virtual_stages(sched, p);
-    m->base.Lc = cfg->num_layers / m->base.nvs;
-    m->base.nchunks = hx_pipeline_chunks(sched, p, s, m->base.cv, m->base.cvn);
-    for (int c = 0; c < m->base.nchunks; c++) {
-        m->base.clo[c] = m->base.cv[c] * m->base.Lc;
-        m->base.chi[c] = (m->base.cv[c] + m->base.cvn[c]) * m->base.Lc;
-    }
-    m->base.first_stage = hx_gpt_vstage_rank(m, 0) == s;
-    m->base.last_stage = hx_gpt_vstage_rank(m, m->base.nvs - 1) == s;
     /* micro-batches in flight, each with its slot (1F1B: p - s); interleaving strands lets
      * one more micro-batch start before another ends */
-    m->base.strands = m->base.par.strands ? 2 : 0;
     m->nslots = hx_pipeline_in_flight(sched, p, s, m->base.Ml) + (m->base.strands ? 1 : 0);
     m->nslots = m->nslots < m->base.Ml ? m->nslots : m->base.Ml;
-    int lanes[HX_GROUP_COUNT];
-    for (int k = 0; k < HX_GROUP_COUNT; k++) { /* a group inside one node talks intra-node */
-        lanes[k] = m->base.mesh.groups[k].intra_node ? HX_LANE_COMM_INTRA : HX_LANE_COMM_INTER;
-    }
-    hx_collectives_set_lanes(m->base.g, lanes, HX_GROUP_COUNT);
-    make_params(m);
+    hx_gpt_param_specs(m);
+    hx_model_make_params(&m->base);
     m->recompute = m->base.par.recompute;
     hx_gpt_make_activations(m);
-    hx_dist_prefetch_depth(&m->base);
-    hx_dist_tensors(&m->base);
-
-    m->zero_loss_node = hx_optim_emit_zero(&m->base);
-    m->base.ops = &hx_gpt_model_ops;
-    hx_schedule_emit(&m->base);
-    hx_gpt_use_mb(m, 0);
-    hx_dist_after_backward(&m->base);
-    hx_optim_emit_grad_norm(&m->base);
-    m->first_opt_node = m->base.g->nnodes;
-    hx_optim_emit_adamw(&m->base, &m->opt);
-    hx_dist_after_adamw(&m->base);
+    hx_model_emit(&m->base, &m->opt);
     /* evaluation's tail, never part of a training step: the loss of micro-batch 0 with the
      * logits left intact (sampling reads them) */
-    m->eval_begin = m->base.g->nnodes;
+    hx_gpt_use_mb(m, 0);
     m->base.g->cur.phase = HX_PHASE_FORWARD;
     m->base.g->cur.microbatch = 0;
     m->base.g->cur.layer = -1;
@@ -522,28 +419,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     if (p > 1) { /* the loss lives on the last stage; every rank reports it */
         hx_allreduce(m->base.g, HX_GROUP_PP, 1, &m->base.loss_sum, HX_SUM);
     }
-    /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
-     * (the backward's data path) before work that can wait (weight gradients); collectives
-     * go before everything, so a ready one is posted at once and its transfer overlaps */
-    struct hx_deps d;
-    if (hx_graph_deps(m->base.g, &d) == HX_OK) {
-        hx_graph_prioritize(m->base.g, &d, 1000);
-        hx_deps_free(&d);
-    }
-    if (p > 1) {
-        hx_schedule_priorities(&m->base);
-    }
-    for (int i = 0; i < m->base.g->nnodes; i++) {
-        if (m->base.g->nodes[i].kind == HX_KIND_COMM) {
-            m->base.g->nodes[i].priority = 1001;
-        }
-    }
-    /* serial-comm's barriers, once the order is final and after the priorities, which stay
-     * hx-prio's: over each range submitted as one, the step and evaluation's tail */
-    if (m->base.par.sched_needs & HX_SCHED_NEEDS_SERIAL_COMM) {
-        hx_graph_serialize_comm(m->base.g, 0, m->eval_begin);
-        hx_graph_serialize_comm(m->base.g, m->eval_begin, m->base.g->nnodes);
-    }
+    hx_model_finish(&m->base);
     *out = m;
     return HX_OK;
 }
@@ -558,15 +434,8 @@ void hx_gpt_destroy(hx_gpt_t m)
     if (m == NULL) {
         return;
     }
-    hx_graph_destroy(m->base.g);
-    free(m->base.params);
-    free(m->base.grads);
-    free(m->base.adam_m);
-    free(m->base.adam_v);
+    hx_model_release(&m->base);
     hx_gpt_free_acts(m);
-    hx_dist_free(&m->base);
-    free(m->base.spec);
     free(m->pix);
-    free(m->base.item_first);
     free(m);
 }

@@ -20,9 +20,9 @@
 /* Parameters w and b (b: -1 for none) have this micro-batch's gradients */
 static void done(struct hx_gpt *m, int w, int b, int mb)
 {
-    hx_dist_grad_done(&m->base, w, mb);
+    hx_model_grad_done(&m->base, w, mb);
     if (b >= 0) {
-        hx_dist_grad_done(&m->base, b, mb);
+        hx_model_grad_done(&m->base, b, mb);
     }
 }
 
@@ -95,12 +95,9 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
     int L = m->cfg.num_layers, b = m->base.cv[c] + m->base.cvn[c] - 1;
     int head = m->p_head >= 0 ? m->p_head : m->p_wte; /* the output layer: tied wte, or own */
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
-    if (c == m->base.nchunks - 1) { /* the micro-batch's first backward on this stage */
-        hx_dist_backward_begin(&m->base, -1, mb);
-    }
+    hx_model_stamp(&m->base, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (b + 1 < m->base.nvs) { /* the gradient of this chunk's output, from the next stage */
-        hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_gpt_vstage_rank(m, b + 1));
+        hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_model_vstage_rank(&m->base, b + 1));
         return;
     }
     /* head: logits = normf(xL) head^T; the forward's fused loss left dlogits in the logits */
@@ -110,7 +107,7 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_linear_bwd_weight(g, G[head], NULL, m->logits, m->lnfg);
     if (head != m->p_wte || !m->base.first_stage) { /* this copy gets no lookup gradient */
-        hx_dist_grad_done(&m->base, head, mb);
+        hx_model_grad_done(&m->base, head, mb);
     }
     norm_bwd(m, m->dtop, m->dlnf, m->res_out[L - 1], m->lnf_mean, m->lnf_rstd, NULL,
              m->p_lnf_w, m->p_lnf_b, mb);
@@ -120,9 +117,8 @@ void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
 {
     int lo = m->base.clo[c], hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
-    hx_dist_backward_begin(&m->base, l, mb); /* its parameters, before a recomputation reads them */
-    hx_gpt_recompute_layer(m, mb, c, l);
+    hx_model_stamp(&m->base, mb, HX_PHASE_BACKWARD_DATA, l);
+    /* the schedule pass gathered its parameters and ran the recomputation */
     hx_tensor_t dy = l == hi - 1 ? m->dtop : m->dres[l + 1];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
     layer_backward(m, l, mb, dy, x);
@@ -137,13 +133,10 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
     hx_tensor_t *G = m->base.gfull;
     int a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
+    hx_model_stamp(&m->base, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (a > 0) { /* the gradient of the chunk's input, to the previous virtual stage */
         hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->dres[lo],
-                      hx_gpt_vstage_rank(m, a - 1));
-        if (c == 0) {
-            hx_dist_backward_end(&m->base, mb);
-        }
+                      hx_model_vstage_rank(&m->base, a - 1));
         return;
     }
     /* embedding: wte receives both the head's and the lookup's gradient, in this order; every
@@ -158,5 +151,4 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
                         m->base.mesh.tp_rank * m->V, cf->vocab_size);
     }
     done(m, m->p_wte, m->p_wpe, mb);
-    hx_dist_backward_end(&m->base, mb);
 }

@@ -15,9 +15,6 @@
 #include "helix/gpt.h"
 #include "helix/model.h"
 
-/* parameters of one sharding unit (one packed message), and of one layer */
-#define HX_UNIT_MAX 32
-
 /* a layer's parameters, in the documented order (GPT-2 has all twelve; hx_gpt_pi says where
  * each is, or that a variant has none) */
 enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B, P_FC_W, P_FC_B,
@@ -117,9 +114,6 @@ struct hx_gpt {
     hx_tensor_t branch_out;              /* projection outputs before the residual add (N,C) */
     hx_tensor_t lnf, lnf_mean, lnf_rstd, logits, losses, xent_lse, dlnf;
     hx_tensor_t dtop;                    /* gradient of the last layer's output (N,C) */
-    int first_opt_node;
-    int zero_loss_node;                  /* the fill of loss_sum */
-    int eval_begin;                      /* evaluation's loss nodes: [eval_begin, nnodes) */
 };
 
 /* The GPT model a pass's struct hx_model belongs to (base is its first member) */
@@ -189,17 +183,13 @@ void hx_gpt_recompute_layer(struct hx_gpt *m, int mb, int c, int l);  /* before 
 void hx_gpt_recompute_backward_done(struct hx_gpt *m, int mb, int l);
 void hx_gpt_take_keep(struct hx_gpt *m, int mb, int l);
 void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c);
-/* The cursor for micro-batch mb's nodes: phase, micro-batch, layer, and its strand (alpha
- * for even micro-batches, beta for odd ones, with two strands) */
-void hx_gpt_stamp(struct hx_gpt *m, int mb, enum hx_phase phase, int layer);
 /* The loss of the logits (with @p grad, the logits become their gradient) */
 void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad);
 /* graphs/gpt_model.c: the chunk emitters above and the training loss (hx_gpt_emit_loss of
  * the micro-batch's targets, with the gradient) as struct hx_model_ops, for the schedule
  * pass (graphs/schedule.c); hx_gpt_build_parallel sets base.ops to it */
 extern const struct hx_model_ops hx_gpt_model_ops;
-/* graphs/gpt.c: the stage running virtual stage v; the channels of the edge v -> v+1 */
-int hx_gpt_vstage_rank(const struct hx_gpt *m, int v);
+/* graphs/gpt.c: the channels of the edge v -> v+1 */
 int hx_gpt_edge_channel(const struct hx_gpt *m, int v, int backward);
 
 #endif /* HX_GPT_INTERNAL_H */

@@ -43,8 +43,13 @@ static void loss(struct hx_model *b, int mb)
 {
     struct hx_gpt *m = hx_gpt_of(b);
     hx_gpt_use_mb(m, mb);
-    hx_gpt_stamp(m, mb, HX_PHASE_FORWARD, -1);
+    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, -1);
     hx_gpt_emit_loss(m, m->targets[mb], 1);
+}
+
+static void recompute_layer(struct hx_model *b, int mb, int c, int l)
+{
+    hx_gpt_recompute_layer(hx_gpt_of(b), mb, c, l);
 }
 
 const struct hx_model_ops hx_gpt_model_ops = {
@@ -55,4 +60,5 @@ const struct hx_model_ops hx_gpt_model_ops = {
     .backward_layer = backward_layer,
     .backward_end = backward_end,
     .loss = loss,
+    .recompute_layer = recompute_layer,
 };

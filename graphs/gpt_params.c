@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* graphs/gpt_params.c: the model at run time: realize, GPT-2 initialisation, loading a batch,
- * and running a step (set lr and t on the AdamW nodes, submit, wait, read loss and norm).
- * Initialisation draws every parameter from one generator in parameter order, so a seed
- * means the same model on every machine and worker count. */
+/* graphs/gpt_params.c: GPT-2 and Llama at run time: the accessors of helix/gpt.h, loading a
+ * batch, evaluation and the logits; states, initialisation and the step are any model's
+ * (graphs/model_state.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graphs/gpt_internal.h"
-#include "helix/comm.h"
 #include "helix/error.h"
 #include "helix/runtime.h"
-#include "runtime/rng.h"
+
+hx_model_t hx_gpt_model(hx_gpt_t m)
+{
+    return &m->base;
+}
 
 hx_graph_t hx_gpt_graph(hx_gpt_t m)
 {
@@ -59,7 +61,7 @@ hx_tensor_t hx_gpt_adam_v(hx_gpt_t m, int i)
 
 int hx_gpt_first_optimizer_node(hx_gpt_t m)
 {
-    return m->first_opt_node;
+    return m->base.first_opt_node;
 }
 
 int hx_gpt_realize(hx_gpt_t m)
@@ -67,136 +69,14 @@ int hx_gpt_realize(hx_gpt_t m)
     return hx_graph_realize(m->base.g);
 }
 
-/* ---- shards of a parameter's state ---- */
-
-/* The serial index along tp_dim of tp rank @p t's local index @p r: the local extent is each
- * block's 1/tp part in block order, rank t's part of block b sitting at t * block[b] / tp
- * inside it (q|k|v split separately, so heads stay whole). */
-static int tp_index(const struct hx_param_dist *d, int tp, int t, int r)
-{
-    int full0 = 0; /* the block's first serial index */
-    for (int b = 0; b < d->nblocks; b++) {
-        int lb = d->block[b] / tp; /* local extent of block b */
-        if (r < lb) {
-            return full0 + t * lb + r;
-        }
-        r -= lb;
-        full0 += d->block[b];
-    }
-    HX_ASSERT(0, "parameter %s: local index beyond its blocks", d->name);
-    return -1;
-}
-
-/* Copy between the serial (rows, cols) tensor and tp rank @p t's part (tp_index).
- * to_local: full -> local, else local -> full. */
-static void tp_copy(const struct hx_param_dist *d, int tp, int t, float *full, float *local,
-                    int to_local)
-{
-    for (int r = 0; r < d->lrows; r++) {
-        int fr = d->tp_dim == 0 ? tp_index(d, tp, t, r) : r;
-        for (int c = 0; c < d->lcols; c++) {
-            int fc = d->tp_dim == 1 ? tp_index(d, tp, t, c) : c;
-            float *f = full + (size_t)fr * d->cols + fc, *l = local + (size_t)r * d->lcols + c;
-            if (to_local) {
-                *l = *f;
-            } else {
-                *f = *l;
-            }
-        }
-    }
-}
-
-static hx_tensor_t state_tensor(hx_gpt_t m, int i, enum hx_state_kind k)
-{
-    return k == HX_STATE_PARAM ? m->base.params[i]
-         : k == HX_STATE_ADAM_M ? m->base.adam_m[i] : m->base.adam_v[i];
-}
-
 int hx_gpt_scatter_state(hx_gpt_t m, int i, enum hx_state_kind k, const float *src)
 {
-    const struct hx_param_dist *d = &m->base.pd[i];
-    hx_tensor_t t = state_tensor(m, i, k);
-    if (t == NULL) { /* another rank of the OS group keeps it */
-        return HX_OK;
-    }
-    float *local = malloc(sizeof(float) * (size_t)d->lrows * d->lcols);
-    if (local == NULL) {
-        return HX_ERR(HX_ENOMEM, "%zu bytes for parameter %s", sizeof(float) *
-                      (size_t)d->lrows * d->lcols, d->name);
-    }
-    tp_copy(d, m->base.mesh.tp, m->base.mesh.tp_rank, (float *)src, local, 1);
-    int ret = hx_tensor_write(t, local + d->piece_off);
-    free(local);
-    return ret;
+    return hx_model_scatter_state(&m->base, i, k, src);
 }
 
-static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst);
-
-/* Every rank gets the whole tensor: the stage that keeps it gathers it from its tp ranks and
- * shards, then (pipeline) its ranks broadcast it along their pipeline group. */
 int hx_gpt_gather_state(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
 {
-    const struct hx_param_dist *d = &m->base.pd[i];
-    int ret = d->held ? gather_in_stage(m, i, k, dst) : HX_OK;
-    if (ret == HX_OK && m->base.mesh.pp > 1) {
-        ret = hx_comm_host_bcast(HX_GROUP_PP, dst, (long)sizeof(float) * d->rows * d->cols,
-                                 d->stage);
-    }
-    return ret;
-}
-
-static int gather_in_stage(hx_gpt_t m, int i, enum hx_state_kind k, float *dst)
-{
-    const struct hx_mesh *ms = &m->base.mesh;
-    const struct hx_param_dist *d = &m->base.pd[i];
-    long n = (long)d->lrows * d->lcols;
-    int p = ms->sp.s, tp = ms->tp;
-    float *piece = malloc(sizeof(float) * (size_t)d->piece_cnt);
-    float *local = malloc(sizeof(float) * (size_t)n * (size_t)tp);
-    long *bytes = malloc(sizeof(long) * (size_t)(p > tp ? p : tp));
-    int ret = piece && local && bytes ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s (%ld elements)",
-                                                       d->name, n);
-    hx_tensor_t t = state_tensor(m, i, k);
-    if (ret == HX_OK && t != NULL) {
-        ret = hx_tensor_read(t, piece);
-    }
-    /* Adam states live with the piece's OS owner */
-    if (ret == HX_OK && k != HX_STATE_PARAM && ms->groups[HX_GROUP_SHARD_OS].size > 1) {
-        ret = hx_comm_host_bcast(HX_GROUP_SHARD_OS, piece, (long)sizeof(float) * d->piece_cnt,
-                                 d->os_owner);
-    }
-    float *mine = local + (size_t)n * (size_t)ms->tp_rank * (tp > 1);
-    if (ret == HX_OK && p > 1) { /* the pieces of the P group make the tp-local tensor */
-        for (int j = 0; j < p; j++) {
-            bytes[j] = (long)sizeof(float) * hx_split_count(n, p, j);
-        }
-        ret = hx_comm_host_allgatherv(HX_GROUP_SHARD_P, piece, (long)sizeof(float) *
-                                      d->piece_cnt, mine, bytes);
-    } else if (ret == HX_OK) {
-        memcpy(mine, piece, sizeof(float) * (size_t)n);
-    }
-    if (ret == HX_OK && d->tp_dim < 0) {
-        memcpy(dst, mine, sizeof(float) * (size_t)n);
-    } else if (ret == HX_OK) { /* every tp rank's part into the serial layout */
-        for (int j = 0; j < tp; j++) {
-            bytes[j] = (long)sizeof(float) * n;
-        }
-        float *sendbuf = malloc(sizeof(float) * (size_t)n);
-        ret = sendbuf != NULL ? HX_OK : HX_ERR(HX_ENOMEM, "gathering %s", d->name);
-        if (ret == HX_OK) {
-            memcpy(sendbuf, mine, sizeof(float) * (size_t)n);
-            ret = hx_comm_host_allgatherv(HX_GROUP_TP, sendbuf, (long)sizeof(float) * n, local,
-                                          bytes);
-        }
-        free(sendbuf);
-        for (int j = 0; ret == HX_OK && j < tp; j++) {
-            tp_copy(d, tp, j, dst, local + (size_t)n * j, 0);
-        }
-    }
-    free(piece);
-    free(local);
-    free(bytes);
-    return ret;
+    return hx_model_gather_state(&m->base, i, k, dst);
 }
 
 void hx_gpt_param_shape(hx_gpt_t m, int i, int *rows, int *cols)
@@ -252,31 +132,7 @@ void hx_gpt_strand_stats(hx_gpt_t m, int *pairs, int *planned, int *uncoupled)
 
 void hx_gpt_init_params(hx_gpt_t m, uint64_t seed)
 {
-    if (hx_runtime_simulated()) { /* no kernel reads them; drawing a 10B model's would take
-                                   * minutes of real time per simulated rank */
-        return;
-    }
-    struct hx_rng rng;
-    hx_rng_seed(&rng, seed);
-    /* As each parameter's spec says (GPT-2's: graphs/gpt_spec.c).  Every rank draws every
-     * value of the serial model in order and keeps its shard, so a seed means the same model
-     * on every mesh. */
-    for (int i = 0; i < m->base.nparams; i++) {
-        const struct hx_param_dist *d = &m->base.pd[i];
-        const struct hx_param_spec *s = &m->base.spec[i];
-        size_t n = (size_t)d->rows * d->cols;
-        float *x = malloc(sizeof(float) * n);
-        HX_ASSERT(x != NULL, "out of memory initialising %s (%zu floats)", d->name, n);
-        for (size_t j = 0; j < n; j++) {
-            x[j] = s->init == HX_INIT_ONE ? 1.0f : s->init == HX_INIT_ZERO ? 0.0f
-                 : (float)(hx_rng_normal(&rng) * s->init_std);
-        }
-        hx_gpt_scatter_state(m, i, HX_STATE_PARAM, x);
-        memset(x, 0, sizeof(float) * n);
-        hx_gpt_scatter_state(m, i, HX_STATE_ADAM_M, x);
-        hx_gpt_scatter_state(m, i, HX_STATE_ADAM_V, x);
-        free(x);
-    }
+    hx_model_init_params(&m->base, seed);
 }
 
 int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets)
@@ -305,40 +161,6 @@ int hx_gpt_set_batch(hx_gpt_t m, const int32_t *tokens, const int32_t *targets)
     return HX_OK;
 }
 
-static double read_scalar(hx_tensor_t t)
-{
-    double v = NAN;
-    hx_tensor_read(t, &v);
-    return v;
-}
-
-/* Submit nodes [0, last), wait, read loss and norm.  @p step (1-based, 0 = not a training
- * step) names the step in the message of a non-finite loss. */
-static int run(hx_gpt_t m, int last, int step, struct hx_step_result *r)
-{
-    int ret = hx_graph_submit(m->base.g, 0, last);
-    int wret = hx_graph_wait(m->base.g);
-    if (ret == HX_OK) {
-        ret = wret;
-    }
-    if (ret != HX_OK) {
-        return ret;
-    }
-    if (hx_runtime_simulated()) { /* no kernel ran: the sums hold nothing to read */
-        r->loss = r->grad_norm = NAN;
-        return HX_OK;
-    }
-    double tokens = (double)m->N * m->cfg.num_micro_batches;
-    r->loss = read_scalar(m->base.loss_sum) / tokens;
-    r->grad_norm = sqrt(read_scalar(m->base.gnorm_sumsq));
-    if (!isfinite(r->loss)) {
-        return HX_ERR(HX_ENONFINITE, "step %d: the loss is %f, not finite (gradient norm %f): "
-                      "training diverged; lower --lr or raise --lr-warmup-iters, and restart "
-                      "from the last checkpoint", step, r->loss, r->grad_norm);
-    }
-    return HX_OK;
-}
-
 int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, double *loss)
 {
     for (int i = 0; i < m->N; i++) {
@@ -351,15 +173,19 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
     }
     int ret = hx_tensor_write(m->tokens[0], tokens);
     ret = ret == HX_OK ? hx_tensor_write(m->targets[0], targets) : ret;
-    ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->zero_loss_node, m->zero_loss_node + 1) : ret;
+    ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->base.zero_loss_node, m->base.zero_loss_node + 1) : ret;
     for (int k = 0; k < m->base.nfwd0; k++) {
         const int *r = m->base.fwd0[k];
         ret = ret == HX_OK ? hx_graph_submit(m->base.g, r[0], r[1]) : ret;
     }
-    ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->eval_begin, m->base.g->nnodes) : ret;
+    ret = ret == HX_OK ? hx_graph_submit(m->base.g, m->base.eval_begin, m->base.g->nnodes) : ret;
     int wret = hx_graph_wait(m->base.g);
     ret = ret == HX_OK ? wret : ret;
-    *loss = ret == HX_OK && !hx_runtime_simulated() ? read_scalar(m->base.loss_sum) / m->N : NAN;
+    *loss = NAN;
+    if (ret == HX_OK && !hx_runtime_simulated()) {
+        hx_tensor_read(m->base.loss_sum, loss);
+        *loss /= m->N;
+    }
     if (ret == HX_OK && !isfinite(*loss) && !hx_runtime_simulated()) {
         ret = HX_ERR(HX_ENONFINITE, "evaluation loss is %f", *loss);
     }
@@ -383,19 +209,10 @@ int hx_gpt_read_logits(hx_gpt_t m, float *dst)
 int hx_gpt_forward_backward(hx_gpt_t m, struct hx_step_result *r)
 {
     r->lr = 0.0f;
-    return run(m, m->first_opt_node, 0, r);
+    return hx_model_run(&m->base, m->base.first_opt_node, 0, r);
 }
 
 int hx_gpt_step(hx_gpt_t m, int step, struct hx_step_result *r)
 {
-    float lr = hx_lr_at(&m->opt, step);
-    for (int i = m->first_opt_node; i < m->base.g->nnodes; i++) {
-        struct hx_node *n = &m->base.g->nodes[i];
-        if (n->op == HX_OP_ADAMW) {
-            n->args.adamw.lr = lr;
-            n->args.adamw.t = step + 1;
-        }
-    }
-    r->lr = lr;
-    return run(m, m->eval_begin, step + 1, r);
+    return hx_model_step(&m->base, &m->opt, step, r);
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* graphs/model_internal.h: what the model-agnostic passes of graphs/ see of a model (issue 24:
- * models are clients of the parallel passes, never the other way round).  A model embeds
- * struct hx_model as its first member, fills its layout in and hands it to a pass; the pass
- * reaches the model's own work only through ops, its per-layer emitters, and the model's
- * parameters only through their specs (helix/model.h) and the tensors below.  The schedule
- * pass (graphs/schedule.c), the distribution pass (graphs/dist.c) and the optimizer
- * (graphs/optimizer.c) take it; GPT-2 and Llama (struct hx_gpt, graphs/gpt_internal.h, whose
- * emitters are graphs/gpt_model.c) are its model. */
+ * models are clients of the parallel passes, never the other way round).  A built-in model
+ * embeds struct hx_model (a user's model gets one from hx_model_create, helix/model.h),
+ * fills its layout in through graphs/model.c and hands it to the passes; a pass reaches the
+ * model's own work only through ops, its per-layer emitters, and the model's parameters
+ * only through their specs (helix/model.h) and the tensors below.  The step (graphs/
+ * model.c, graphs/model_state.c), the schedule pass (graphs/schedule.c), the distribution
+ * pass (graphs/dist.c) and the optimizer (graphs/optimizer.c) take it; no file of these
+ * names a model. */
 #ifndef HX_MODEL_INTERNAL_H
 #define HX_MODEL_INTERNAL_H
 
@@ -18,41 +19,10 @@
 /* parameters of one sharding unit (one packed message), and of one layer */
 #define HX_UNIT_MAX 32
 
-struct hx_model;
-
-/* A model's emitters, called on the main thread while the step's graph is built, in the
- * order the schedule pass chooses (graphs/schedule.c).  Each appends nodes to m->g and stamps
- * them (phase, micro-batch, layer, strand); none submits anything.  mb is the micro-batch
- * (0 .. Ml-1 of this rank), c a chunk of this stage (0 .. nchunks-1), l a layer of the
- * chunk (clo[c] .. chi[c]-1).  Every micro-batch's rows are N = B*T tokens; the model keeps
- * its activations itself, by micro-batch.  Begin and end come once per (mb, c); the layers in
- * between one by one, forward upward and backward downward, and the schedule may interleave
- * the layers of one micro-batch's forward with another's backward (two strands), so an
- * emitter must name its micro-batch's tensors from mb, never from the last call. */
-struct hx_model_ops {
-    /* The chunk's input (N,C): the embedding of mb's tokens on the first virtual stage, else
-     * received from the stage before; and what the first layer reads of it. */
-    void (*forward_begin)(struct hx_model *m, int mb, int c);
-    /* Layer l's forward of mb: its input (N,C), the previous layer's output, to its output
-     * (N,C), keeping what its backward reads. */
-    void (*forward_layer)(struct hx_model *m, int mb, int c, int l);
-    /* The chunk's output: sent to the next stage, or the head's logits (N,V) on the last
-     * virtual stage. */
-    void (*forward_end)(struct hx_model *m, int mb, int c);
-    /* The gradient of the chunk's output (N,C): from the loss's logits gradient through the
-     * head on the last virtual stage, else received from the stage after. */
-    void (*backward_begin)(struct hx_model *m, int mb, int c);
-    /* Layer l's backward of mb: the gradient of its output to that of its input (N,C), and
-     * its parameters' gradients accumulated (+=). */
-    void (*backward_layer)(struct hx_model *m, int mb, int c, int l);
-    /* The gradient of the chunk's input: sent to the stage before, or into the embedding's
-     * gradients on the first virtual stage; mb's activations go back to the model. */
-    void (*backward_end)(struct hx_model *m, int mb, int c);
-    /* mb's loss from its logits (N,V), right after the forward_end of the chunk that holds
-     * the last virtual stage: added to the step's loss, and the logits become their gradient,
-     * which that chunk's backward_begin reads. */
-    void (*loss)(struct hx_model *m, int mb);
-};
+/* The emitters (struct hx_model_ops) and what they may call are public: helix/model.h.  The
+ * schedule pass calls them in its order and does around each what every model needs (the
+ * stamps, parameter gathers, recomputation's place, the backward's distribution hooks), so
+ * an emitter emits only the model's own nodes. */
 
 /* How one parameter is split on this rank (graphs/dist.c, from its struct hx_param_spec).
  * Tensor parallelism cuts the serial (rows, cols) along tp_dim, each of its blocks (GPT-2's
@@ -100,10 +70,14 @@ struct hx_rs_scratch {
  * hx_schedule_emit. */
 struct hx_model {
     const struct hx_model_ops *ops;
+    void *user;                          /* a model made by hx_model_create: its own state */
+    int owned;                           /* made by hx_model_create (hx_model_destroy frees
+                                          * it); 0: embedded in a built-in model (GPT) */
     hx_graph_t g;                        /* the step's graph, which the emitters append to */
     struct hx_mesh mesh;
     struct hx_parallel_config par;       /* par.mesh points at mesh */
-    int Ml;                              /* micro-batches of this rank: M/dp */
+    int M, Ml;                           /* micro-batches of the global batch, of this rank */
+    double loss_count;                   /* the step's loss sum / loss_count = its loss */
     /* pipeline: the layers are cut into nvs virtual stages of Lc layers (include/helix/
      * pipeline.h); this stage runs nchunks chunks, chunk c = virtual stages cv[c] ..
      * cv[c]+cvn[c]-1 = layers [clo[c], chi[c]) */
@@ -151,13 +125,31 @@ struct hx_model {
     int fwd0[2][2], nfwd0;               /* micro-batch 0's forward up to the logits: node
                                           * ranges [begin, end), one per chunk (evaluation
                                           * submits them again) */
+    /* written by hx_model_emit (graphs/model.c) */
+    int zero_loss_node;                  /* the fill of loss_sum */
+    int first_opt_node;                  /* the step's optimizer nodes: [first_opt_node,
+                                          * eval_begin) */
+    int eval_begin;                      /* a model's evaluation tail: [eval_begin, nnodes) */
 };
 
-/* The stage running virtual stage v */
-static inline int hx_model_vstage_rank(const struct hx_model *m, int v)
-{
-    return hx_pipeline_stage_of(m->par.pipeline_schedule, m->mesh.pp, v);
-}
+/* graphs/model.c: what every model's step is made of, in order.  hx_model_init checks the
+ * mesh and the pipeline against L and M and fills the layout (g, mesh, par, M, Ml, the
+ * pipeline's chunks, strands, the lanes of the mesh's groups); the model then sets nparams
+ * and spec and calls hx_model_make_params (pd[] and the parameter tensors this rank keeps),
+ * declares its activations and calls hx_model_emit (the distribution's tensors, the zeroing,
+ * the schedule, the reductions, the norm, AdamW).  A model that adds an evaluation tail
+ * emits it next; hx_model_finish then sets the priorities.  hx_model_release frees what
+ * these made. */
+int hx_model_init(struct hx_model *m, const struct hx_parallel_config *par, int L, int M);
+void hx_model_make_params(struct hx_model *m);
+void hx_model_emit(struct hx_model *m, const struct hx_optim_config *o);
+void hx_model_finish(struct hx_model *m);
+void hx_model_release(struct hx_model *m);
+/* graphs/model_state.c: submit nodes [0, last), wait and read the loss and norm; step (1-
+ * based, 0: not a training step) names the step in a non-finite loss's message */
+int hx_model_run(struct hx_model *m, int last, int step, struct hx_step_result *r);
+void hx_model_set_lr(struct hx_model *m, const struct hx_optim_config *o, int step,
+                     struct hx_step_result *r);
 
 /* graphs/schedule.c: every micro-batch's chunk forwards and backwards, with their losses, in
  * the stage's pipeline order (SI blocks with two strands); then, once the graph's critical-
@@ -167,23 +159,19 @@ void hx_schedule_priorities(struct hx_model *m);
 
 /* graphs/dist.c: the distribution pass.  Layout and tensors first, then hooks the model's
  * emitters call at fixed points; each is a no-op on the serial mesh. */
+/* the dimension tp cuts of a parameter (0 rows, 1 columns, -1 none) */
+int hx_dist_tp_dim(const struct hx_param_spec *s);
 void hx_dist_layout(struct hx_model *m);         /* pd[], units, ownership (before the model
                                                   * makes params, grads, adam_m, adam_v) */
 void hx_dist_prefetch_depth(struct hx_model *m); /* pf_depth, nps (before hx_dist_tensors) */
 void hx_dist_tensors(struct hx_model *m);        /* pfull, gfull, mbg, gfinal, queues */
 void hx_dist_free(struct hx_model *m);
-/* tensor-parallel region boundaries (Megatron's f and g): full <- shard (all-gather with
- * SP, nothing without), shard <- partial (reduce-scatter with SP, all-reduce without) */
-hx_tensor_t hx_model_tp_gather(struct hx_model *m, hx_tensor_t full, hx_tensor_t shard);
-int hx_model_tp_channel(const struct hx_model *m); /* tp, or tp_beta for strand beta's nodes */
-void hx_model_tp_reduce(struct hx_model *m, hx_tensor_t shard, hx_tensor_t partial);
-/* Before the builder whose output hx_model_tp_reduce reduces: with --tp-comm-overlap its
- * tiles are emitted in the order their partials leave (helix/tp_overlap.h); tp_reduce
- * restores it */
+/* Before the builder whose output hx_model_tp_reduce reduces: with --tp-comm-overlap (GPT's
+ * row tiles of whole sequences dealt out to the tp ranks) its tiles are emitted in the order
+ * their partials leave (helix/tp_overlap.h); tp_reduce restores it */
 void hx_model_tp_partial(struct hx_model *m);
 void hx_dist_gather_params(struct hx_model *m, int layer); /* -1: those outside the layers */
 void hx_dist_backward_begin(struct hx_model *m, int layer, int mb); /* -1: head, embedding */
-void hx_dist_grad_done(struct hx_model *m, int i, int mb); /* parameter i's gradient of mb */
 void hx_dist_backward_end(struct hx_model *m, int mb);
 void hx_dist_after_backward(struct hx_model *m);  /* last micro-batch: flush, tp, loss */
 void hx_dist_after_adamw(struct hx_model *m);     /* broadcasts of updated pieces */

@@ -24,14 +24,84 @@
 #include "helix/pipeline.h"
 #include "helix/plan.h"
 
+/* ---- around each emitter: what every model's step needs there ----
+ * The stamps of the nodes; under parameter sharding the gathers (the embedding's and
+ * head's once, at micro-batch 0's first forward, where they stay for the whole step; each
+ * layer's pf_depth layers ahead, during an earlier layer's forward; again before a layer's
+ * backward, which graphs/dist.c skips while its slot still holds it); recomputation right
+ * before a layer's backward, after that gather; the backward's distribution hooks (the
+ * micro-batch's buckets and deferred reduce-scatters).  The emitters emit only the model's
+ * own nodes. */
+
+static void fwd_begin(struct hx_model *m, int mb, int c)
+{
+    hx_model_stamp(m, mb, HX_PHASE_FORWARD, -1);
+    if (m->cv[c] == 0) {
+        if (mb == 0) {
+            hx_dist_gather_params(m, -1);
+        }
+        for (int l = 0; l < m->pf_depth; l++) {
+            hx_dist_gather_params(m, l);
+        }
+    }
+    m->ops->forward_begin(m, mb, c);
+}
+
+static void fwd_layer(struct hx_model *m, int mb, int c, int l)
+{
+    hx_model_stamp(m, mb, HX_PHASE_FORWARD, l);
+    hx_dist_gather_params(m, l + m->pf_depth); /* a later layer's, during this one */
+    m->ops->forward_layer(m, mb, c, l);
+}
+
+static void fwd_end(struct hx_model *m, int mb, int c)
+{
+    hx_model_stamp(m, mb, HX_PHASE_FORWARD, -1);
+    m->ops->forward_end(m, mb, c);
+}
+
+static void loss(struct hx_model *m, int mb)
+{
+    hx_model_stamp(m, mb, HX_PHASE_FORWARD, -1);
+    m->ops->loss(m, mb);
+}
+
+static void bwd_begin(struct hx_model *m, int mb, int c)
+{
+    hx_model_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
+    if (c == m->nchunks - 1) { /* the micro-batch's first backward on this stage */
+        hx_dist_backward_begin(m, -1, mb);
+    }
+    m->ops->backward_begin(m, mb, c);
+}
+
+static void bwd_layer(struct hx_model *m, int mb, int c, int l)
+{
+    hx_model_stamp(m, mb, HX_PHASE_BACKWARD_DATA, l);
+    hx_dist_backward_begin(m, l, mb); /* its parameters, before a recomputation reads them */
+    if (m->par.recompute != HX_RECOMPUTE_NONE) {
+        m->ops->recompute_layer(m, mb, c, l);
+    }
+    m->ops->backward_layer(m, mb, c, l);
+}
+
+static void bwd_end(struct hx_model *m, int mb, int c)
+{
+    hx_model_stamp(m, mb, HX_PHASE_BACKWARD_DATA, -1);
+    m->ops->backward_end(m, mb, c);
+    if (c == 0) { /* the micro-batch's last backward on this stage */
+        hx_dist_backward_end(m, mb);
+    }
+}
+
 static void forward_whole(struct hx_model *m, const struct hx_pipe_task *t, int with_loss)
 {
     int c = t->chunk, begin = m->g->nnodes;
-    m->ops->forward_begin(m, t->mb, c);
+    fwd_begin(m, t->mb, c);
     for (int l = m->clo[c]; l < m->chi[c]; l++) {
-        m->ops->forward_layer(m, t->mb, c, l);
+        fwd_layer(m, t->mb, c, l);
     }
-    m->ops->forward_end(m, t->mb, c);
+    fwd_end(m, t->mb, c);
     if (t->mb == 0) { /* evaluation reruns micro-batch 0's forward, loss aside */
         HX_ASSERT(m->nfwd0 < 2, "micro-batch 0's forward in more than two chunks");
         m->fwd0[m->nfwd0][0] = begin;
@@ -39,18 +109,18 @@ static void forward_whole(struct hx_model *m, const struct hx_pipe_task *t, int 
     }
     if (with_loss && m->cv[c] + m->cvn[c] == m->nvs) {
         /* training needs the loss and its gradient: one pass over the logits */
-        m->ops->loss(m, t->mb);
+        loss(m, t->mb);
     }
 }
 
 static void backward_whole(struct hx_model *m, const struct hx_pipe_task *t)
 {
     int c = t->chunk;
-    m->ops->backward_begin(m, t->mb, c);
+    bwd_begin(m, t->mb, c);
     for (int l = m->chi[c] - 1; l >= m->clo[c]; l--) {
-        m->ops->backward_layer(m, t->mb, c, l);
+        bwd_layer(m, t->mb, c, l);
     }
-    m->ops->backward_end(m, t->mb, c);
+    bwd_end(m, t->mb, c);
 }
 
 /* Do nodes a and b touch a common tile, one of them writing it? */
@@ -184,28 +254,28 @@ static void si_block(struct hx_model *m, const struct hx_pipe_task *b, const str
     HX_ASSERT(fhi - fl == bl + 1 - blo, "SI block of a %d-layer forward and a %d-layer backward",
               fhi - fl, bl + 1 - blo);
     int couple = may_couple(m, b, f);
-    m->ops->backward_begin(m, b->mb, b->chunk);
+    bwd_begin(m, b->mb, b->chunk);
     for (int k = 0; k < 2 && bl >= blo; k++) {
-        m->ops->backward_layer(m, b->mb, b->chunk, bl--);
+        bwd_layer(m, b->mb, b->chunk, bl--);
     }
-    m->ops->forward_begin(m, f->mb, f->chunk);
+    fwd_begin(m, f->mb, f->chunk);
     while (bl >= blo || fl < fhi) {
         int x0 = m->g->nnodes, x1 = x0;
         if (fl < fhi) {
-            m->ops->forward_layer(m, f->mb, f->chunk, fl++);
+            fwd_layer(m, f->mb, f->chunk, fl++);
             x1 = m->g->nnodes;
         }
         if (bl >= blo) {
-            m->ops->backward_layer(m, b->mb, b->chunk, bl--);
+            bwd_layer(m, b->mb, b->chunk, bl--);
         }
         if (x1 > x0 && m->g->nnodes > x1) {
             apply_plan(m, x0, x1, m->g->nnodes, couple);
         }
     }
-    m->ops->backward_end(m, b->mb, b->chunk);
-    m->ops->forward_end(m, f->mb, f->chunk);
+    bwd_end(m, b->mb, b->chunk);
+    fwd_end(m, f->mb, f->chunk);
     if (m->cv[f->chunk] + m->cvn[f->chunk] == m->nvs) {
-        m->ops->loss(m, f->mb);
+        loss(m, f->mb);
     }
 }
 

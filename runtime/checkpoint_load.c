@@ -515,16 +515,17 @@ int hx_checkpoint_check_model(const char *path, const struct hx_checkpoint_info 
                       "build the model with --rotary-base %g", path, (double)b1, (double)b2,
                       (double)b1);
     }
-    int n = hx_ckpt_layout(ck, 0, NULL), np = hx_gpt_num_param_tensors(m);
+    hx_model_t mm = hx_gpt_model(m);
+    int n = hx_ckpt_layout(ck, 0, NULL), np = hx_model_num_param_tensors(mm);
     for (int i = 0; i < n || i < np; i++) {
         struct rec e = { "missing", 0, 0 };
         int rows = 0, cols = 0;
-        const char *name = i < np ? hx_gpt_param_name(m, i) : "missing";
+        const char *name = i < np ? hx_model_param_name(mm, i) : "missing";
         if (i < n) {
             hx_ckpt_layout(ck, i, &e);
         }
         if (i < np) {
-            hx_gpt_param_shape(m, i, &rows, &cols);
+            hx_model_param_shape(mm, i, &rows, &cols);
         }
         if (strcmp(e.name, name) != 0 || e.rows != rows || e.cols != cols) {
             return HX_ERR(HX_EINVAL, "checkpoint '%s': tensor %d is %s (%d x %d) but the model's "
@@ -536,23 +537,23 @@ int hx_checkpoint_check_model(const char *path, const struct hx_checkpoint_info 
 }
 
 /* One state, whole, into this rank's shard of it. */
-static int in_state(struct in *r, hx_gpt_t m, int i, enum hx_state_kind k)
+static int in_state(struct in *r, hx_model_t m, int i, enum hx_state_kind k)
 {
     int rows, cols;
-    hx_gpt_param_shape(m, i, &rows, &cols);
+    hx_model_param_shape(m, i, &rows, &cols);
     size_t n = (size_t)rows * (size_t)cols;
     float *buf = malloc(n * sizeof(float));
     int ret = buf != NULL ? in_bytes(r, buf, n * sizeof(float))
                           : HX_ERR(HX_ENOMEM, "%zu bytes to load %s", n * sizeof(float),
-                                   hx_gpt_param_name(m, i));
-    ret = ret == HX_OK ? hx_gpt_scatter_state(m, i, k, buf) : ret;
+                                   hx_model_param_name(m, i));
+    ret = ret == HX_OK ? hx_model_scatter_state(m, i, k, buf) : ret;
     free(buf);
     return ret;
 }
 
 /* Second pass, after verify() and the model check: straight into the tensors, checksummed
  * again in case the file was replaced in between. */
-static int copy_tensors(const char *file, hx_gpt_t m, const struct hdr *h)
+static int copy_tensors(const char *file, hx_model_t m, const struct hdr *h)
 {
     struct in r;
     int ret = open_in(&r, file);
@@ -583,6 +584,6 @@ int hx_checkpoint_load(const char *path, hx_gpt_t m, struct hx_checkpoint_info *
     int ret = resolve(path, file, sizeof file);
     ret = ret == HX_OK ? verify(file, info, &h) : ret;
     ret = ret == HX_OK ? hx_checkpoint_check_model(file, info, m) : ret;
-    ret = ret == HX_OK ? copy_tensors(file, m, &h) : ret;
+    ret = ret == HX_OK ? copy_tensors(file, hx_gpt_model(m), &h) : ret;
     return ret;
 }

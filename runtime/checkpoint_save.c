@@ -86,9 +86,9 @@ static int make_dir(const char *dir)
 }
 
 /* Rank 0's status, known to every rank (a distributed save must end the same everywhere). */
-static int agree(hx_gpt_t m, int ret)
+static int agree(hx_model_t m, int ret)
 {
-    if (hx_gpt_mesh(m)->world_size > 1 &&
+    if (hx_model_mesh(m)->world_size > 1 &&
         hx_comm_host_bcast(HX_GROUP_WORLD, &ret, sizeof ret, 0) != HX_OK) {
         return HX_ERUNTIME;
     }
@@ -98,25 +98,19 @@ static int agree(hx_gpt_t m, int ret)
 /* Rank 0 holds every state whole, in the serial layout, in its own memory (no tensor
  * parallelism, no pipeline, no sharding): the writer then reads them from its copy of rank
  * 0's memory (fork's copy-on-write is the snapshot), and nothing is copied before the fork. */
-static int held_whole(hx_gpt_t m)
+static int held_whole(hx_model_t m)
 {
-    const struct hx_mesh *ms = hx_gpt_mesh(m);
+    const struct hx_mesh *ms = hx_model_mesh(m);
     return ms->tp == 1 && ms->pp == 1 && ms->sp.s == 1 && ms->sos.s == 1;
-}
-
-static hx_tensor_t state_tensor(hx_gpt_t m, int i, int k)
-{
-    return k == HX_STATE_PARAM ? hx_gpt_param(m, i) : k == HX_STATE_ADAM_M ? hx_gpt_adam_m(m, i)
-                                                                          : hx_gpt_adam_v(m, i);
 }
 
 /* The file but its trailer, as segments of @p img (rank 0; the other ranks only take part in
  * the gathers, img NULL).  Held whole: the segments point at the tensors, each acquired for
  * reading (end_reads releases them after the fork); otherwise every state is gathered into
  * img->own.  A failed allocation does not stop the gathers: the other ranks are in them. */
-static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct hx_ckpt_image *img)
+static int build_image(hx_model_t m, const struct hx_checkpoint_info *info, struct hx_ckpt_image *img)
 {
-    int whole = held_whole(m), nt = hx_gpt_num_param_tensors(m);
+    int whole = held_whole(m), nt = hx_model_num_param_tensors(m);
     if (img == NULL && whole) {
         return HX_OK; /* nothing to gather */
     }
@@ -127,7 +121,7 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
     size_t largest = 0;
     for (int i = 0; i < nt; i++) {
         int rows, cols;
-        hx_gpt_param_shape(m, i, &rows, &cols);
+        hx_model_param_shape(m, i, &rows, &cols);
         h.payload_bytes += RECORD_HEAD + 3 * sizeof(float) * (uint64_t)rows * (uint64_t)cols;
         largest = (size_t)rows * (size_t)cols > largest ? (size_t)rows * (size_t)cols : largest;
     }
@@ -162,10 +156,10 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
     }
     for (int i = 0; i < nt; i++) {
         int rows, cols;
-        hx_gpt_param_shape(m, i, &rows, &cols);
+        hx_model_param_shape(m, i, &rows, &cols);
         size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
         if (p != NULL) {
-            const char *name = hx_gpt_param_name(m, i);
+            const char *name = hx_model_param_name(m, i);
             memset(p, 0, RECORD_HEAD);
             memcpy(p, name, strnlen(name, HX_NAME_MAX - 1));
             memcpy(p + HX_NAME_MAX, &rows, 4);
@@ -174,7 +168,7 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
             p += RECORD_HEAD;
         }
         for (int k = HX_STATE_PARAM; k <= HX_STATE_ADAM_V; k++) {
-            hx_tensor_t t = whole ? state_tensor(m, i, k) : NULL;
+            hx_tensor_t t = whole ? hx_model_state_tensor(m, i, (enum hx_state_kind)k) : NULL;
             if (whole && p != NULL) {
                 HX_ASSERT(t != NULL && hx_tensor_bytes(t) == bytes && t->dtype == HX_F32,
                           "state %d of %s is not held whole on rank 0", k, t ? t->name : "?");
@@ -184,7 +178,7 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
                                                         r == HX_OK ? bytes : 0 };
                 continue;
             }
-            int r = buf != NULL ? hx_gpt_gather_state(m, i, (enum hx_state_kind)k, buf)
+            int r = buf != NULL ? hx_model_gather_state(m, i, (enum hx_state_kind)k, buf)
                                 : HX_ENOMEM;
             ret = ret == HX_OK ? r : ret;
             if (p != NULL && r == HX_OK) {
@@ -199,13 +193,13 @@ static int build_image(hx_gpt_t m, const struct hx_checkpoint_info *info, struct
 }
 
 /* Release what build_image acquired and allocated. */
-static void end_image(hx_gpt_t m, struct hx_ckpt_image *img)
+static void end_image(hx_model_t m, struct hx_ckpt_image *img)
 {
-    for (int i = 0; img->segs != NULL && held_whole(m) && i < hx_gpt_num_param_tensors(m); i++) {
+    for (int i = 0; img->segs != NULL && held_whole(m) && i < hx_model_num_param_tensors(m); i++) {
         for (int k = HX_STATE_PARAM; k <= HX_STATE_ADAM_V; k++) {
             const struct hx_ckpt_seg *g = &img->segs[1 + 4 * i + 1 + k];
             if (1 + 4 * i + 1 + k < img->nsegs && g->p != NULL) {
-                hx_tensor_end_access(state_tensor(m, i, k));
+                hx_tensor_end_access(hx_model_state_tensor(m, i, (enum hx_state_kind)k));
             }
         }
     }
@@ -226,17 +220,17 @@ int hx_checkpoint_save_start(const char *dir, hx_gpt_t m, const struct hx_checkp
     if (ret == HX_OK && writer && hx_ckpt_writers_full()) {
         ret = hx_ckpt_writer_reap_oldest(); /* only a caller that never waits gets here */
     }
-    if ((ret = agree(m, ret)) != HX_OK) {
+    if ((ret = agree(hx_gpt_model(m), ret)) != HX_OK) {
         return ret;
     }
-    ret = build_image(m, info, writer ? &img : NULL);
+    ret = build_image(hx_gpt_model(m), info, writer ? &img : NULL);
     if (writer) {
         int r = hx_ckpt_writers_reap(0); /* a failure of an earlier save, reported now */
         ret = ret == HX_OK ? hx_ckpt_writer_spawn(&img, (long long)info->state.step) : ret;
         ret = ret == HX_OK ? r : ret;
-        end_image(m, &img); /* the writer has its own copy of the pages */
+        end_image(hx_gpt_model(m), &img); /* the writer has its own copy of the pages */
     }
-    return agree(m, ret);
+    return agree(hx_gpt_model(m), ret);
 }
 
 int hx_checkpoint_save_wait(hx_gpt_t m, const volatile sig_atomic_t *interrupt, long *pending)

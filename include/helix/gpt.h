@@ -103,6 +103,9 @@ struct hx_param_spec;
 int hx_gpt_param_table(const struct hx_gpt_config *c, struct hx_param_spec *s);
 
 /** The step graph (read-only use: planners, DOT export, tests). */
+/** The model as the parallel passes see it (helix/model.h): its parameters' shards and
+ *  states, which checkpoints read and write through. */
+hx_model_t hx_gpt_model(hx_gpt_t m);
 hx_graph_t hx_gpt_graph(hx_gpt_t m);
 const struct hx_gpt_config *hx_gpt_config_of(hx_gpt_t m);
 /** Number of parameter tensors and of parameter elements (wte counted once). */
@@ -149,8 +152,7 @@ int hx_gpt_eval(hx_gpt_t m, const int32_t *tokens, const int32_t *targets, doubl
 /** After hx_gpt_eval: copy the logits (B*T, V) of that micro-batch to @p dst. */
 int hx_gpt_read_logits(hx_gpt_t m, float *dst);
 
-/** What a parameter's state means in hx_gpt_gather_state / hx_gpt_scatter_state. */
-enum hx_state_kind { HX_STATE_PARAM = 0, HX_STATE_ADAM_M = 1, HX_STATE_ADAM_V = 2 };
+/* enum hx_state_kind: helix/model.h */
 
 /**
  * The whole (unsharded) value of parameter @p i's state, (rows, cols) of the serial model,

@@ -16,6 +16,9 @@
 #ifndef HELIX_MODEL_H
 #define HELIX_MODEL_H
 
+#include <stdint.h>
+
+#include "helix/graph.h"
 #include "helix/tensor.h"
 
 #ifdef __cplusplus
@@ -47,7 +50,7 @@ enum hx_param_site {
                        *   keep a copy and sum their gradients before the update */
 };
 
-/** How a parameter starts (hx_gpt_init_params draws every normal value of the serial model
+/** How a parameter starts (hx_model_init_params draws every normal value of the serial model
  *  in parameter order, so a seed means the same model on every mesh). */
 enum hx_param_init { HX_INIT_ZERO, HX_INIT_ONE, HX_INIT_NORMAL };
 
@@ -72,7 +75,7 @@ struct hx_param_spec {
     double init_std;         /**< HX_INIT_NORMAL: the standard deviation */
 };
 
-/* ---- what any model's training step takes and gives (GPT-2 and Llama's: helix/gpt.h) ---- */
+/* ---- what any model's training step takes and gives ---- */
 
 struct hx_mesh;
 struct hx_plan;
@@ -173,6 +176,150 @@ enum hx_pipeline_schedule {
                      *   mirror 2p-1-s; a micro-batch goes down the stages and back up (a V),
                      *   forward then backward (a W); embedding and head both on stage 0 */
 };
+
+
+/* ---- a model of your own under the parallel passes ----
+ *
+ * A model is its parameters (struct hx_param_spec, above) and seven emitters (struct
+ * hx_model_ops).  helix owns the step around them: the parameters' tensors on every rank
+ * (tp shards, pipeline stages, AMSP pieces), the order of the micro-batches' forwards and
+ * backwards (pipelines, the W fold, two strands), the parameter gathers and gradient
+ * buckets (DDP, ZeRO/AMSP), recomputation's place, the loss sum, the gradient norm and
+ * AdamW.  The emitters append the model's own nodes to the step's graph with the builders
+ * of helix/layers.h; helix calls them while it builds the step, never while it runs.
+ * examples/custom_model.c is a whole model in one file; examples/README.md teaches it.
+ *
+ * The lifecycle:
+ *   hx_model_create()      checks the description against the mesh, lays the parameters
+ *                          out and makes their tensors;
+ *   (your code)            declares the activations on hx_model_graph(), one set per
+ *                          micro-batch of this rank (hx_model_micro_batches()), in row
+ *                          tiles of whole sequences;
+ *   hx_model_emit_step()   calls the emitters in the schedule's order, then adds the
+ *                          distribution's collectives, the norm and AdamW;
+ *   hx_graph_realize(hx_model_graph(m)), hx_model_init_params(), then per step: write the
+ *   inputs of this rank's micro-batches, hx_model_step().
+ *
+ * The contract of an emitter: helix has already stamped the node metadata (phase,
+ * micro-batch, layer, strand: hx_model_stamp) and, under parameter sharding, gathered the
+ * parameters the layer reads, before it calls the emitter.  The emitter reads parameter i
+ * as hx_model_compute_param(m, i) and accumulates (+=) its gradient into
+ * hx_model_compute_grad(m, i), in the tp-local shape (hx_model_param_local_shape); it
+ * crosses tensor-parallel regions only through hx_model_tp_gather and hx_model_tp_reduce
+ * (Megatron's f and g); and it calls hx_model_grad_done(m, i, mb) once
+ * parameter i's gradient of micro-batch mb is complete, as early as it can (that is when
+ * its bucket or reduce-scatter can leave).  Every parameter of a layer is done by the end
+ * of that layer's backward_layer; the embedding's and head's by their chunk's
+ * backward_end / backward_begin.  A parameter that tp splits is split as its spec says;
+ * the emitters see only their shard. */
+
+typedef struct hx_model *hx_model_t;
+
+/** A model's emitters.  mb is the micro-batch (0 .. hx_model_micro_batches()-1 of this
+ *  rank), c a chunk of this pipeline stage (0 with no pipeline), l a layer of the chunk.
+ *  Begin and end come once per (mb, c); the layers in between one by one, forward upward
+ *  and backward downward, and with two strands the schedule interleaves the layers of one
+ *  micro-batch's forward with another's backward, so an emitter names its tensors from mb,
+ *  never from the previous call. */
+struct hx_model_ops {
+    /** The chunk's input (N,C): the embedding of mb's tokens on the first virtual stage,
+     *  else received from the stage before (hx_model_vstage_rank). */
+    void (*forward_begin)(hx_model_t m, int mb, int c);
+    /** Layer l's forward of mb, keeping what its backward reads. */
+    void (*forward_layer)(hx_model_t m, int mb, int c, int l);
+    /** The chunk's output: sent on, or the head's logits on the last virtual stage. */
+    void (*forward_end)(hx_model_t m, int mb, int c);
+    /** The gradient of the chunk's output: from the loss through the head, or received. */
+    void (*backward_begin)(hx_model_t m, int mb, int c);
+    /** Layer l's backward of mb: its input's gradient, its parameters' gradients (+=). */
+    void (*backward_layer)(hx_model_t m, int mb, int c, int l);
+    /** The gradient of the chunk's input: sent back, or into the embedding's gradients. */
+    void (*backward_end)(hx_model_t m, int mb, int c);
+    /** mb's loss, right after the forward_end of its last virtual stage: added into
+     *  hx_model_loss_sum(m), the logits made their gradient, scaled by 1/loss_count. */
+    void (*loss)(hx_model_t m, int mb);
+    /** Optional (required for par.recompute): what layer l's backward needs again, emitted
+     *  right before backward_layer, after the layer's parameters were gathered.  Its nodes
+     *  should carry HX_PHASE_RECOMPUTE. */
+    void (*recompute_layer)(hx_model_t m, int mb, int c, int l);
+};
+
+/** What hx_model_create needs to know of a model. */
+struct hx_model_desc {
+    const struct hx_model_ops *ops;
+    void *user;                  /**< the model's own state: hx_model_user() */
+    int num_layers;              /**< L, cut into equal pipeline chunks */
+    int nparams;
+    const struct hx_param_spec *params; /**< [nparams], copied; layer parameters carry
+                                  *   site HX_SITE_LAYER and a unit in 0 .. units-1 */
+    int num_micro_batches;       /**< M of the global batch; dp divides it */
+    double loss_count;           /**< what the step's loss sum is divided by (the global
+                                  *   batch's tokens or samples: M x rows per micro-batch) */
+};
+
+/**
+ * Check @p d against the mesh of @p par (NULL: serial) and lay the model out: every problem
+ * (a tp that does not divide a split dimension, layers that do not cut into the pipeline's
+ * chunks, micro-batches that dp does not divide, recomputation without recompute_layer)
+ * returns HX_EINVAL with a message that names it and the fix, before anything is built.
+ */
+int hx_model_create(hx_model_t *m, const struct hx_model_desc *d,
+                    const struct hx_parallel_config *par);
+/** Emit the whole step (the model's activations must be declared by now). */
+int hx_model_emit_step(hx_model_t m, const struct hx_optim_config *o);
+void hx_model_destroy(hx_model_t m);
+
+/* what an emitter reads */
+hx_graph_t hx_model_graph(hx_model_t m);
+void *hx_model_user(hx_model_t m);
+const struct hx_mesh *hx_model_mesh(hx_model_t m);
+int hx_model_micro_batches(hx_model_t m); /**< this rank's: M / dp */
+/** Stamp the nodes emitted next with (phase, micro-batch mb, layer; -1 outside the layers)
+ *  and mb's strand. */
+void hx_model_stamp(hx_model_t m, int mb, enum hx_phase phase, int layer);
+/** The pipeline stage that runs virtual stage @p v (hx_recv_tiles / hx_send_tiles peers). */
+int hx_model_vstage_rank(const struct hx_model *m, int v);
+hx_tensor_t hx_model_compute_param(hx_model_t m, int i); /**< NULL: not on this stage */
+hx_tensor_t hx_model_compute_grad(hx_model_t m, int i);
+void hx_model_param_local_shape(hx_model_t m, int i, int *rows, int *cols);
+hx_tensor_t hx_model_loss_sum(hx_model_t m);  /**< (1,1) f64 */
+/** Tensor-parallel region boundaries (Megatron's f and g): the full input (N,K) a
+ *  column-parallel GEMM reads, from its sequence shard (all-gather under SP; without, the
+ *  shard itself, returned); and the partial sums a row-parallel GEMM wrote, reduced into the
+ *  shard (reduce-scatter under SP; without, an all-reduce in place, shard and partial one
+ *  tensor).  The backward mirrors them: a column-parallel GEMM's input gradient is partial
+ *  (reduce it), a row-parallel GEMM's output gradient is whole.  No-ops with tp 1. */
+hx_tensor_t hx_model_tp_gather(hx_model_t m, hx_tensor_t full, hx_tensor_t shard);
+void hx_model_tp_reduce(hx_model_t m, hx_tensor_t shard, hx_tensor_t partial);
+/** The channel of the nodes being emitted's tp collectives (strand beta has its own). */
+int hx_model_tp_channel(const struct hx_model *m);
+/** Parameter i's gradient of micro-batch mb is complete. */
+void hx_model_grad_done(hx_model_t m, int i, int mb);
+
+/* running it */
+
+/** What a parameter's state means in hx_model_gather_state / hx_model_scatter_state. */
+enum hx_state_kind { HX_STATE_PARAM = 0, HX_STATE_ADAM_M = 1, HX_STATE_ADAM_V = 2 };
+
+/** Draw every parameter as its spec says, from one generator in parameter order (every rank
+ *  draws the serial model and keeps its shard, so a seed means one model on every mesh);
+ *  Adam states to zero. */
+void hx_model_init_params(hx_model_t m, uint64_t seed);
+/** One training step (0-based @p step picks the learning rate): submit, wait, read the mean
+ *  loss and the gradient norm.  A loss that is not finite is an error. */
+int hx_model_step(hx_model_t m, const struct hx_optim_config *o, int step,
+                  struct hx_step_result *r);
+/** The whole (unsharded) value of parameter i's state, (rows, cols) of the serial model, on
+ *  every rank.  Collective: every rank calls it with the same arguments, between steps. */
+int hx_model_gather_state(hx_model_t m, int i, enum hx_state_kind k, float *dst);
+/** The inverse: every rank passes the whole value and keeps its shard (no communication). */
+int hx_model_scatter_state(hx_model_t m, int i, enum hx_state_kind k, const float *src);
+/** This rank's own copy of parameter i's state: its shard (a flat piece under parameter or
+ *  optimizer sharding), NULL where another rank or stage keeps it. */
+hx_tensor_t hx_model_state_tensor(hx_model_t m, int i, enum hx_state_kind k);
+int hx_model_num_param_tensors(hx_model_t m);
+const char *hx_model_param_name(hx_model_t m, int i);
+void hx_model_param_shape(hx_model_t m, int i, int *rows, int *cols); /**< serial shape */
 
 #ifdef __cplusplus
 }

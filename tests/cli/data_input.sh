@@ -44,7 +44,7 @@ skip() {
 # tokens TRAIN VAL: the data line reports that split
 tokens() { out_has "$1 training and $2 validation tokens"; }
 
-plan 11
+plan 12
 
 # 1-2. memory: a mapping, not 8 copies (the repro: 1500M under 4000000 KB)
 if [ -n "$SAN" ]; then
@@ -111,6 +111,11 @@ shard 20240801 7 4 2000 1500 70000 >"$TMP/llama3.bin"
 run timeout 60 "$HELIX" train --data-path "$TMP/llama3.bin" $TINY --split 1,1 \
     --vocab-size 70001
 ok "Llama-3 shard (magic 20240801, version 7) with id 70000 and --vocab-size 70001" \
+    'rc_is 0 && tokens 1000 1000 && out_has "^done: 2 steps"'
+# the same shard feeds a Llama (RMSNorm, RoPE, SwiGLU, grouped-query attention, untied head)
+run timeout 60 "$HELIX" train --data-path "$TMP/llama3.bin" --model llama $TINY \
+    --num-query-groups 1 --split 1,1 --vocab-size 70001
+ok "the Llama-3 shard trains a Llama (--model llama, --vocab-size 70001)" \
     'rc_is 0 && tokens 1000 1000 && out_has "^done: 2 steps"'
 run timeout 60 "$HELIX" train --data-path "$TMP/llama3.bin" $TINY --vocab-size 50257
 ok "the same with --vocab-size 50257: exit 2 naming token 1500, id 70000 and 70001" \

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tests/cli/examples.sh: the examples run and check themselves.  custom_model trains its MLP
+# tests/cli/examples.sh: the examples run and check themselves.  custom_graph trains its MLP
 # until the loss halves, the same losses under another policy (the graph fixes every
 # reduction order) and rejects an unknown flag; custom_scheduler computes its products exactly
 # under its own policy, hx-prio and eager, and its policy describes the first task: the
@@ -13,27 +13,27 @@ set -u
 
 EX=$HX_BUILDDIR/examples
 
-# "loss A -> B: ..." is custom_model's last line; B < A / 2.
+# "loss A -> B: ..." is custom_graph's last line; B < A / 2.
 loss_halved() {
     awk '/^loss / { a = $2; b = $4 } END { exit !(a != "" && b != "" && b < a / 2) }' "$OUT"
 }
 
 plan 12
 
-run "$EX/custom_model"
-ok "custom_model: exit 0" 'rc_is 0'
-ok "custom_model: the loss halves in 100 steps" 'loss_halved'
-ok "custom_model: a line every 10 steps and the last (11)" \
+run "$EX/custom_graph"
+ok "custom_graph: exit 0" 'rc_is 0'
+ok "custom_graph: the loss halves in 100 steps" 'loss_halved'
+ok "custom_graph: a line every 10 steps and the last (11)" \
     '[ "$(grep -c "^step " "$OUT")" -eq 11 ]'
 cp "$OUT" "$TMP/model_default.out"
 
-run "$EX/custom_model" --sched eager --workers 2
-ok "custom_model --sched eager --workers 2: exit 0, same losses as under hx-prio" \
+run "$EX/custom_graph" --sched eager --workers 2
+ok "custom_graph --sched eager --workers 2: exit 0, same losses as under hx-prio" \
     'rc_is 0 && out_has "policy eager" &&
      [ "$(grep "^step" "$OUT")" = "$(grep "^step" "$TMP/model_default.out")" ]'
 
-run "$EX/custom_model" --bogus
-ok "custom_model --bogus: exit 2 naming the flag" 'rc_is 2 && err_has "--bogus"'
+run "$EX/custom_graph" --bogus
+ok "custom_graph --bogus: exit 2 naming the flag" 'rc_is 2 && err_has "--bogus"'
 
 run "$EX/custom_scheduler"
 ok "custom_scheduler (flops-first): exit 0" 'rc_is 0 && out_has "^policy flops-first"'
