@@ -374,6 +374,11 @@ hx_tensor_t hx_model_loss_sum(hx_model_t m)
     return m->loss_sum;
 }
 
+int hx_model_step_nodes(hx_model_t m)
+{
+    return m->eval_begin;
+}
+
 int hx_model_num_param_tensors(hx_model_t m)
 {
     return m->nparams;

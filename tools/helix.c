@@ -33,6 +33,8 @@ static void usage(FILE *f)
                "            (helix simulate --help)\n"
                "  sim-machine  check a simulated machine's file and write its SimGrid platform\n"
                "            (helix sim-machine --help)\n"
+               "  plan      which configuration to run on N GPUs: every mesh, sharding,\n"
+               "            micro-batch and recomputation, priced and ranked (helix plan --help)\n"
                "  version   print the version\n\n"
                "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
@@ -68,6 +70,9 @@ static int run(int argc, char **argv)
     }
     if (strcmp(argv[1], "sim-machine") == 0) {
         return cmd_sim_machine(argc, argv);
+    }
+    if (strcmp(argv[1], "plan") == 0) {
+        return cmd_plan(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);

@@ -69,6 +69,7 @@ int cmd_plan_strands(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_sim_machine(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* tools/launch.c: launched by mpirun (every rank runs the same program on its shard)?
  * Ranks other than 0 check the same input and fail the same way, but only rank 0 speaks:

@@ -318,6 +318,9 @@ int hx_model_scatter_state(hx_model_t m, int i, enum hx_state_kind k, const floa
  *  optimizer sharding), NULL where another rank or stage keeps it. */
 hx_tensor_t hx_model_state_tensor(hx_model_t m, int i, enum hx_state_kind k);
 int hx_model_num_param_tensors(hx_model_t m);
+/** Nodes [0, this) of hx_model_graph(m) are the training step (a built-in model's
+ *  evaluation tail follows them). */
+int hx_model_step_nodes(hx_model_t m);
 const char *hx_model_param_name(hx_model_t m, int i);
 void hx_model_param_shape(hx_model_t m, int i, int *rows, int *cols); /**< serial shape */
 

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/* tools/plan.c: `helix plan`: which configuration to run on N GPUs (issue 25).  It
+ * enumerates the configurations helix can run the model in:
+ *   Megatron tp (inside a node, with sequence parallelism), pp plain or folded (DHelix's W),
+ *   dp for the rest; AMSP's sharding (s_p, s_g, s_os) among none, ZeRO-1/2/3, MiCS (a node's
+ *   dp ranks) and AMSP's mixes of a node and the whole dp group; the micro-batch size; the
+ *   recomputation mode (without a pipeline, where helix has it);
+ * any of which a train flag on the command line fixes (--tensor-model-parallel-size 2 keeps
+ * tp at 2).  Each is priced by tools/plan_model.c from the graph helix would build; those
+ * that fit in memory are ranked by predicted step time, and the best are printed with their
+ * terms and the command line that runs each.
+ * Test: tests/cli/plan.sh, tests/tools/plan_model.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helix/error.h"
+#include "runtime/sim_analytic.h"
+#include "tools/plan_model.h"
+#include "tools/train.h"
+
+static const char usage_text[] =
+    "usage: helix plan --machine FILE --device FILE [--gpus N] [--gpus-per-node G]\n"
+    "                  [--memory-per-gpu GIB] [--top K] [--shared-cores C] [--comm FILE]\n"
+    "                  [train flags]\n"
+    "       mpirun -np N helix plan --measure FILE [--gpus-per-node G]\n\n"
+    "Which configuration to run: every mesh (tp inside a node with sequence parallelism, pp\n"
+    "plain or folded, dp), AMSP sharding (ZeRO-1/2/3, MiCS, mixes), micro-batch size and\n"
+    "recomputation helix can run the model in, priced from the graphs helix would build\n"
+    "(compute from the device's analytic model, collectives from a placement-aware ring\n"
+    "model of the machine's links), filtered by memory and ranked by predicted step time.\n"
+    "Prints the best with their terms and the `mpirun ... helix train` line of each.\n\n"
+    "  --machine FILE       the cluster: nodes, GPUs, links (machines/README.md)\n"
+    "  --device FILE        its GPU and CPU cores (devices/README.md)\n"
+    "  --gpus N             ranks (default: every GPU of the machine; CPU-only: its nodes)\n"
+    "  --gpus-per-node G    ranks a node (default: the machine's GPUs a node, or 1)\n"
+    "  --memory-per-gpu GIB memory a rank may use (default: the machine's gpu_memory_gib;\n"
+    "                       0: no limit)\n"
+    "  --top K              configurations printed (default 5)\n"
+    "  --shared-cores C     the ranks share C cores in all (an emulated cluster on one\n"
+    "                       machine, scripts/netbed): a step takes at least every rank's\n"
+    "                       compute over them, with its communication beside\n"
+    "  --comm FILE          collectives as measured (--measure) instead of the ring model\n"
+    "                       where a group's shape was measured\n"
+    "  --measure FILE       under mpirun, on the machine itself: time this bed's collectives\n"
+    "                       for every group shape (a node's ranks, one rank a node, all)\n"
+    "                       and write them to FILE for --comm; nothing else runs\n\n"
+    "The train flags give the model (--preset, --num-layers, ...), --seq-length and\n"
+    "--global-batch-size (required: sequences per step); a mesh flag among them\n"
+    "(--tensor-model-parallel-size, --pipeline-model-parallel-size, --pipeline-fold,\n"
+    "--micro-batch-size, --zero-stage, --recompute-activations) fixes that choice.\n";
+
+struct plan_opts {
+    const char *machine, *device, *measure, *comm;
+    int gpus, per_node, top, shared_cores;
+    double memory_gib;         /* < 0: the machine's */
+};
+
+/* flags of this command; the rest are train's */
+static int parse(int argc, char **argv, struct plan_opts *o, char **rest, int *nrest)
+{
+    static const char *const names[] = { "--machine", "--device", "--gpus", "--gpus-per-node",
+                                         "--memory-per-gpu", "--top", "--shared-cores",
+                                         "--measure", "--comm" };
+    rest[(*nrest)++] = argv[0];
+    rest[(*nrest)++] = argv[1];
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 1;
+        }
+        int k = -1;
+        const char *v = NULL;
+        for (int n = 0; n < 9 && k < 0; n++) {
+            size_t len = strlen(names[n]);
+            if (strncmp(argv[i], names[n], len) == 0 &&
+                (argv[i][len] == '\0' || argv[i][len] == '=')) {
+                k = n;
+                v = argv[i][len] == '=' ? argv[i] + len + 1 : i + 1 < argc ? argv[++i] : NULL;
+            }
+        }
+        if (k < 0) {
+            rest[(*nrest)++] = argv[i];
+            continue;
+        }
+        if (v == NULL || v[0] == '\0') {
+            fprintf(stderr, "helix plan: error: %s needs a value\n", names[k]);
+            return 2;
+        }
+        if (k < 2 || k > 6) {
+            *(k == 0 ? &o->machine : k == 1 ? &o->device : k == 7 ? &o->measure : &o->comm) = v;
+            continue;
+        }
+        char *end;
+        double x = strtod(v, &end);
+        int integer = k != 4;
+        if (*end != '\0' || x < 0 || (integer && (x != floor(x) || x < 1 || x > 1 << 20))) {
+            fprintf(stderr, "helix plan: error: %s '%s' is not %s\n", names[k], flags_esc(v),
+                    integer ? "a positive whole number" : "a size in GiB (0: no limit)");
+            return 2;
+        }
+        if (k == 4) {
+            o->memory_gib = x;
+        } else {
+            *(k == 2 ? &o->gpus : k == 3 ? &o->per_node : k == 5 ? &o->top
+                                                                 : &o->shared_cores) = (int)x;
+        }
+    }
+    return 0;
+}
+
+/* The machine, its device and the ranks: 0 or 2 (reported) */
+static int load_bed(const struct plan_opts *o, struct plan_bed *bed)
+{
+    if (o->machine == NULL || o->device == NULL) {
+        fprintf(stderr, "helix plan: error: give the machine and its device: --machine FILE "
+                "(machines/*.machine) and --device FILE (devices/*.device)\n");
+        return 2;
+    }
+    if (hx_sim_machine_load(o->machine, &bed->mc) != HX_OK ||
+        hx_sim_device_load(o->device, &bed->dev) != HX_OK) {
+        return 2; /* (said where and why) */
+    }
+    /* the analytic compute model reads the device from the environment, as a simulated rank
+     * does */
+    if (setenv("HX_SIM_DEVICE", o->device, 1) != 0 || !hx_sim_analytic_on()) {
+        fprintf(stderr, "helix plan: error: cannot use the device description %s\n",
+                flags_esc(o->device));
+        return 2;
+    }
+    int machine_ranks = hx_sim_machine_ranks(&bed->mc);
+    bed->gpus = o->gpus > 0 ? o->gpus : machine_ranks;
+    bed->per_node = o->per_node > 0 ? o->per_node
+                    : bed->mc.gpus_per_node > 0 ? bed->mc.gpus_per_node : 1;
+    bed->shared_cores = o->shared_cores;
+    bed->ncomm = 0;
+    if (o->comm != NULL && plan_read_measured(o->comm, bed->comm, &bed->ncomm) != HX_OK) {
+        return 2; /* (said) */
+    }
+    bed->memory_bytes = (o->memory_gib >= 0 ? o->memory_gib : bed->mc.gpu_memory_gib) *
+                        1073741824.0;
+    if (bed->gpus % bed->per_node != 0 || bed->gpus / bed->per_node > bed->mc.nodes ||
+        (bed->mc.gpus_per_node > 0 && bed->per_node > bed->mc.gpus_per_node)) {
+        fprintf(stderr, "helix plan: error: %d ranks at %d a node do not fit %s (%d nodes of "
+                "%d GPUs); give --gpus a multiple of --gpus-per-node, on at most its nodes\n",
+                bed->gpus, bed->per_node, bed->mc.name, bed->mc.nodes, bed->mc.gpus_per_node);
+        return 2;
+    }
+    return 0;
+}
+
+/* What the train flags fix: a value, or 0 (free) */
+struct fixed {
+    int tp, pp, fold, mbs, zero, recompute; /* recompute: enum + 1 */
+};
+
+static int given(const struct flag_set *s, const char *name)
+{
+    const struct flag *f = flags_find(s, name);
+    return f != NULL && s->origin[f - s->flags] >= FROM_CONFIG; /* a preset's is a default */
+}
+
+/* Only helix's own mesh flags may fix a choice; the rest belong to the run, not the plan */
+static int fixed_of(const struct train_args *a, const struct flag_set *s, struct fixed *x)
+{
+    static const char *const refused[] = { "data-parallel-size", "sequence-parallel",
+                                           "shard-params", "shard-grads", "shard-optim",
+                                           "mics", "ranks-per-node", "strands", "load", NULL };
+    for (int i = 0; refused[i] != NULL; i++) {
+        if (given(s, refused[i])) {
+            fprintf(stderr, "helix plan: error: --%s is for a run, not a plan: the plan picks "
+                    "it (or --gpus-per-node sets the node); drop it\n", refused[i]);
+            return 2;
+        }
+    }
+    memset(x, 0, sizeof *x);
+    x->tp = given(s, "tensor-model-parallel-size") ? a->tp : 0;
+    x->pp = given(s, "pipeline-model-parallel-size") ? a->pp : 0;
+    x->fold = given(s, "pipeline-fold") ? 1 + a->pipeline_fold : 0;
+    x->mbs = given(s, "micro-batch-size") ? a->micro_batch : 0;
+    x->zero = given(s, "zero-stage") ? 1 + a->zero_stage : 0;
+    if (given(s, "recompute-activations")) {
+        const char *r = a->recompute;
+        x->recompute = 1 + (strcmp(r, "full") == 0       ? HX_RECOMPUTE_FULL
+                            : strcmp(r, "selective") == 0 ? HX_RECOMPUTE_SELECTIVE
+                                                          : HX_RECOMPUTE_NONE);
+        if (strcmp(r, "full") != 0 && strcmp(r, "selective") != 0 && strcmp(r, "none") != 0) {
+            fprintf(stderr, "helix plan: error: --recompute-activations '%s' is not a mode; use "
+                    "full, selective or none\n", flags_esc(r));
+            return 2;
+        }
+    }
+    if (a->global_batch < 1) {
+        fprintf(stderr, "helix plan: error: give --global-batch-size, the sequences of one "
+                "step: it fixes the work every configuration does\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* The AMSP factor sets worth pricing for dp ranks, k of them in a node: none, ZeRO-1/2/3,
+ * MiCS (k, k, k) and AMSP's mixes of k and dp (s_p <= s_g <= s_os).  Returns how many. */
+static int shardings(int dp, int k, int (*f)[3])
+{
+    int vals[3] = { 1, k, dp }, n = 0;
+    for (int a = 0; a < 3; a++) {
+        for (int b = a; b < 3; b++) {
+            for (int c = b; c < 3; c++) {
+                int t[3] = { vals[a], vals[b], vals[c] }, dup = 0;
+                for (int q = 0; q < n; q++) {
+                    dup |= f[q][0] == t[0] && f[q][1] == t[1] && f[q][2] == t[2];
+                }
+                if (!dup) {
+                    memcpy(f[n++], t, sizeof t);
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static int zero_matches(const int *f, int dp, int zero)
+{
+    static const int stage[4][3] = { { 0, 0, 0 }, { 0, 0, 1 }, { 0, 1, 1 }, { 1, 1, 1 } };
+    for (int i = 0; i < 3; i++) {
+        if (f[i] != (stage[zero][i] ? dp : 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+struct row {
+    struct plan_config c;
+    struct plan_estimate e;
+    int id;                    /* enumeration order: ties keep it, so every libc agrees */
+};
+
+static int by_step(const void *a, const void *b)
+{
+    const struct row *p = a, *q = b;
+    if (p->e.step != q->e.step) {
+        return p->e.step < q->e.step ? -1 : 1;
+    }
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+static const char *recompute_name(int r)
+{
+    return r == HX_RECOMPUTE_FULL ? "full" : r == HX_RECOMPUTE_SELECTIVE ? "selective" : "-";
+}
+
+static const char *shard_name(const struct plan_config *c, int k)
+{
+    int s[3] = { c->s_p, c->s_g, c->s_os }, dp = c->dp;
+    for (int z = 0; z < 4; z++) {
+        if (zero_matches(s, dp, z) && (z > 0 || dp == 1 || c->s_os == 1)) {
+            static const char *const names[] = { "none", "zero-1", "zero-2", "zero-3" };
+            return names[z];
+        }
+    }
+    return s[0] == k && s[1] == k && s[2] == k ? "mics" : "amsp";
+}
+
+static int in_rest(const char *flag, int nrest, char **rest)
+{
+    size_t len = strlen(flag);
+    for (int k = 2; k < nrest; k++) {
+        if (strncmp(rest[k], flag, len) == 0 && (rest[k][len] == '\0' || rest[k][len] == '=')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The command line of a configuration: mpirun, the user's train flags, then the choices */
+static void command(const struct row *r, const struct plan_bed *bed, int nrest, char **rest,
+                    FILE *f)
+{
+    const struct plan_config *c = &r->c;
+    if (bed->gpus > 1) {
+        fprintf(f, "mpirun -np %d ", bed->gpus);
+    }
+    fputs("helix train", f);
+    for (int i = 2; i < nrest; i++) {
+        fprintf(f, " %s", rest[i]);
+    }
+    /* a choice the user fixed is in their flags already */
+    if (c->tp > 1 && !in_rest("--tensor-model-parallel-size", nrest, rest)) {
+        fprintf(f, " --tensor-model-parallel-size %d", c->tp);
+    }
+    if (c->pp > 1 && !in_rest("--pipeline-model-parallel-size", nrest, rest)) {
+        fprintf(f, " --pipeline-model-parallel-size %d", c->pp);
+    }
+    if (!in_rest("--micro-batch-size", nrest, rest)) {
+        fprintf(f, " --micro-batch-size %d", c->mbs);
+    }
+    fprintf(f, "%s", c->tp > 1 ? " --sequence-parallel" : "");
+    if (c->fold && !in_rest("--pipeline-fold", nrest, rest)) {
+        fputs(" --pipeline-fold", f);
+    }
+    if (bed->gpus > bed->per_node) {
+        fprintf(f, " --ranks-per-node %d", bed->per_node);
+    }
+    if ((c->s_p > 1 || c->s_g > 1 || c->s_os > 1) && !in_rest("--zero-stage", nrest, rest)) {
+        fprintf(f, " --shard-params %d --shard-grads %d --shard-optim %d", c->s_p, c->s_g,
+                c->s_os);
+    }
+    if (c->recompute != HX_RECOMPUTE_NONE && !in_rest("--recompute-activations", nrest, rest)) {
+        fprintf(f, " --recompute-activations %s", recompute_name(c->recompute));
+    }
+    if (bed->mc.gpus_per_node > 0) {
+        fputs(" --cuda 1 --compute-on cuda", f);
+    }
+    fputc('\n', f);
+}
+
+/* A micro-batch whose logits or MLP tensor would pass helix's 2^31 elements a tensor
+ * (hx_gpt_config_check's rule, asked quietly here) */
+static int too_wide(const struct hx_gpt_config *m, int mbs)
+{
+    long long F = m->ffn_hidden_size ? m->ffn_hidden_size : 4LL * m->hidden_size;
+    long long fc = (m->swiglu ? 2 : 1) * F, widest = m->vocab_size > fc ? m->vocab_size : fc;
+    return (long long)m->seq_len * mbs * widest > (1LL << 31);
+}
+
+/* The data-parallel ranks of one node in the mesh (tp, pp): MiCS's and AMSP's k */
+static int dp_in_node(const struct hx_gpt_config *m, int tp, int pp, const struct plan_bed *bed)
+{
+    struct plan_config c = { .tp = tp, .pp = pp, .dp = bed->gpus / (tp * pp), .mbs = 1,
+                             .M = bed->gpus / (tp * pp), .s_p = 1, .s_g = 1, .s_os = 1 };
+    struct hx_mesh_request q;
+    struct hx_mesh mesh;
+    plan_mesh_request(&c, bed, m, 0, &q);
+    if (hx_mesh_init(&mesh, &q, 1) != HX_OK) {
+        return 1;
+    }
+    const struct hx_group *g = &mesh.groups[HX_GROUP_DP];
+    return g->nodes > 0 ? g->size / g->nodes : g->size;
+}
+
+/* Every configuration the fixed choices allow: priced, or counted as not buildable */
+static int enumerate(const struct hx_gpt_config *m, const struct train_args *a,
+                     const struct fixed *x, const struct plan_bed *bed, struct row **out,
+                     int *nrows)
+{
+    int N = bed->gpus, G = m->num_query_groups ? m->num_query_groups : m->num_heads;
+    int F = m->ffn_hidden_size ? m->ffn_hidden_size : 4 * m->hidden_size, cap = 0;
+    *nrows = 0;
+    *out = NULL;
+    for (int tp = 1; tp <= N && tp <= bed->per_node; tp++) {
+        if (N % tp || (x->tp && tp != x->tp) || m->num_heads % tp || G % tp || F % tp ||
+            m->vocab_size % tp || m->seq_len % tp) {
+            continue;
+        }
+        for (int pp = 1; pp <= N / tp; pp++) {
+            if ((N / tp) % pp || m->num_layers % pp || (x->pp && pp != x->pp)) {
+                continue;
+            }
+            int dp = N / (tp * pp);
+            for (int fold = 0; fold <= (pp > 1); fold++) {
+                if ((x->fold && fold != x->fold - 1) || (fold && m->num_layers % (2 * pp))) {
+                    continue;
+                }
+                for (int mbs = 1; mbs <= a->global_batch; mbs *= 2) {
+                    if ((x->mbs ? mbs != x->mbs : mbs > 16) || a->global_batch % (mbs * dp) ||
+                        too_wide(m, mbs)) {
+                        continue;
+                    }
+                    int f[10][3], nf = shardings(dp, dp_in_node(m, tp, pp, bed), f);
+                    for (int s = 0; s < nf; s++) {
+                        if (x->zero && !zero_matches(f[s], dp, x->zero - 1)) {
+                            continue;
+                        }
+                        for (int rc = 0; rc <= (pp == 1 ? 2 : 0); rc++) {
+                            if (x->recompute && rc != x->recompute - 1) {
+                                continue;
+                            }
+                            struct plan_config c = {
+                                .tp = tp, .pp = pp, .fold = fold, .dp = dp, .mbs = mbs,
+                                .M = a->global_batch / mbs, .s_p = f[s][0], .s_g = f[s][1],
+                                .s_os = f[s][2], .recompute = rc };
+                            struct hx_mesh_request q;
+                            struct hx_mesh mesh;
+                            plan_mesh_request(&c, bed, m, 0, &q);
+                            if (hx_mesh_init(&mesh, &q, 1) != HX_OK) {
+                                continue;
+                            }
+                            if (*nrows == cap) {
+                                cap = cap ? 2 * cap : 64;
+                                struct row *g = realloc(*out, sizeof *g * (size_t)cap);
+                                if (g == NULL) {
+                                    return HX_ERR(HX_ENOMEM, "%d configurations", cap);
+                                }
+                                *out = g;
+                            }
+                            struct row *r = &(*out)[*nrows];
+                            r->c = c;
+                            r->id = *nrows;
+                            if (plan_estimate(m, &c, bed, &r->e) == HX_OK) {
+                                ++*nrows;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return HX_OK;
+}
+
+/* Print the best @p top of the @p fit rows that fit, with their command lines */
+static int report(const struct row *rows, int n, int fit, int top, const struct hx_gpt_config *m,
+                  const struct train_args *a, const struct plan_bed *bed, int nrest,
+                  char **rest)
+{
+    char budget[64] = "no memory limit";
+    if (bed->memory_bytes > 0) {
+        snprintf(budget, sizeof budget, "%.2f GiB each", bed->memory_bytes / 1073741824.0);
+    }
+    printf("helix plan: %d layers, hidden %d, %d heads, vocabulary %d, %d x %d tokens a step, "
+           "on %d ranks of %s (%d a node; device %s), %s\n", m->num_layers, m->hidden_size,
+           m->num_heads, m->vocab_size, a->global_batch, m->seq_len, bed->gpus, bed->mc.name,
+           bed->per_node, bed->dev.name, budget);
+    printf("%d configurations priced, %d fit in memory; the best %d by predicted step time:\n",
+           n, fit, fit < top ? fit : top);
+    printf("  # tp pp sched dp mbs   M  s_p s_g s_os shard   recompute  step_ms tokens/s   "
+           "MFU | compute     tp    p2p gather   grad  after bubble  cores (ms) | GiB: states  "
+           "acts  comm total\n");
+    for (int i = 0; i < fit && i < top; i++) {
+        const struct plan_config *c = &rows[i].c;
+        const struct plan_estimate *e = &rows[i].e;
+        printf("%3d %2d %2d %-5s %2d %3d %3d %4d %3d %4d %-7s %-9s %8.2f %8.0f %5.1f%% | %7.2f "
+               "%6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f      | %11.3f %5.3f %5.3f %5.3f\n",
+               i + 1, c->tp, c->pp, c->pp > 1 ? (c->fold ? "fold" : "1f1b") : "-", c->dp,
+               c->mbs, c->M, c->s_p, c->s_g, c->s_os, shard_name(c, dp_in_node(m, c->tp, c->pp,
+                                                                                bed)),
+               recompute_name(c->recompute), e->step * 1e3, e->tokens_per_s, 100 * e->mfu,
+               e->compute * 1e3, e->tp * 1e3, e->p2p * 1e3, e->gather * 1e3, e->grad * 1e3,
+               e->after * 1e3, e->bubble * 1e3, e->cores * 1e3, e->states / 1073741824.0,
+               e->acts / 1073741824.0, e->comm / 1073741824.0, e->total / 1073741824.0);
+    }
+    printf("command lines:\n");
+    for (int i = 0; i < fit && i < top; i++) {
+        printf("%3d  ", i + 1);
+        command(&rows[i], bed, nrest, rest, stdout);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "helix plan: error: writing the plan to stdout failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    struct plan_opts o = { .top = 5, .memory_gib = -1 };
+    char **rest = calloc((size_t)argc + 2, sizeof *rest);
+    int nrest = 0;
+    if (rest == NULL) {
+        fprintf(stderr, "helix plan: error: out of memory\n");
+        return 1;
+    }
+    int ret = parse(argc, argv, &o, rest, &nrest);
+    if (ret == 0 && o.measure != NULL) { /* under mpirun: this bed's collectives, timed */
+        free(rest);
+        return plan_measure(argc, argv, o.measure, o.per_node);
+    }
+    struct plan_bed bed;
+    ret = ret == 0 ? load_bed(&o, &bed) : ret;
+    struct train_args a;
+    struct flag_set s;
+    struct fixed x;
+    struct hx_gpt_config m;
+    int inited = ret == 0;
+    if (inited) {
+        train_args_init(&a, &s);
+        ret = train_args_parse(&a, &s, nrest, rest);
+        ret = ret == TRAIN_HELP ? 1 : ret;
+        ret = ret == 0 ? fixed_of(&a, &s, &x) : ret;
+        if (ret == 0) {
+            train_args_model(&a, &m);
+            ret = hx_gpt_config_check(&m) == HX_OK ? 0 : 2;
+        }
+    }
+    if (ret == 1) { /* --help */
+        ret = 0;
+        goto out;
+    }
+    struct row *rows = NULL;
+    int n = 0, fit = 0;
+    if (ret == 0 && enumerate(&m, &a, &x, &bed, &rows, &n) != HX_OK) {
+        ret = 1;
+    }
+    double least = INFINITY;
+    for (int i = 0; ret == 0 && i < n; i++) { /* those that fit first */
+        least = fmin(least, rows[i].e.total);
+        if (bed.memory_bytes <= 0 || rows[i].e.total <= bed.memory_bytes) {
+            struct row t = rows[fit];
+            rows[fit++] = rows[i];
+            rows[i] = t;
+        }
+    }
+    if (ret == 0 && n == 0) {
+        fprintf(stderr, "helix plan: error: no configuration of this model runs on %d ranks "
+                "(%d a node) with the flags given: tp must divide the heads, key/value groups, "
+                "FFN, vocabulary and sequence; pp the layers; dp the global batch of %d\n",
+                bed.gpus, bed.per_node, a.global_batch);
+        ret = 2;
+    } else if (ret == 0 && fit == 0) {
+        fprintf(stderr, "helix plan: error: none of the %d configurations fits in %.2f GiB a "
+                "rank (the smallest needs %.2f GiB); raise --memory-per-gpu, or use more GPUs, "
+                "a smaller model, micro-batch or sequence\n", n,
+                bed.memory_bytes / 1073741824.0, least / 1073741824.0);
+        ret = 2;
+    }
+    if (ret == 0) {
+        qsort(rows, (size_t)fit, sizeof *rows, by_step);
+        ret = report(rows, n, fit, o.top, &m, &a, &bed, nrest, rest);
+    }
+    free(rows);
+out:
+    if (inited) {
+        flags_free(&s);
+    }
+    free(rest);
+    return ret;
+}
