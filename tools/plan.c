@@ -8,12 +8,18 @@
  * any of which a train flag on the command line fixes (--tensor-model-parallel-size 2 keeps
  * tp at 2).  Each is priced by tools/plan_model.c from the graph helix would build; those
  * that fit in memory are ranked by predicted step time, and the best are printed with their
- * terms and the command line that runs each.
+ * terms and the command line that runs each.  --simulate-top K runs the best K through
+ * `helix simulate` (tools/simulate.c: the same graphs and policies on the simulated machine)
+ * and ranks them again by simulated step; --measure (tools/plan_measure.c) times the bed's
+ * own collectives for --comm.
  * Test: tests/cli/plan.sh, tests/tools/plan_model.c. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helix/error.h"
 #include "runtime/sim_analytic.h"
@@ -23,7 +29,7 @@
 static const char usage_text[] =
     "usage: helix plan --machine FILE --device FILE [--gpus N] [--gpus-per-node G]\n"
     "                  [--memory-per-gpu GIB] [--top K] [--shared-cores C] [--comm FILE]\n"
-    "                  [train flags]\n"
+    "                  [--simulate-top K] [train flags]\n"
     "       mpirun -np N helix plan --measure FILE [--gpus-per-node G]\n\n"
     "Which configuration to run: every mesh (tp inside a node with sequence parallelism, pp\n"
     "plain or folded, dp), AMSP sharding (ZeRO-1/2/3, MiCS, mixes), micro-batch size and\n"
@@ -43,6 +49,8 @@ static const char usage_text[] =
     "                       compute over them, with its communication beside\n"
     "  --comm FILE          collectives as measured (--measure) instead of the ring model\n"
     "                       where a group's shape was measured\n"
+    "  --simulate-top K     simulate the best K (helix simulate, the device's analytic\n"
+    "                       models, 3 steps) and rank them again by simulated step time\n"
     "  --measure FILE       under mpirun, on the machine itself: time this bed's collectives\n"
     "                       for every group shape (a node's ranks, one rank a node, all)\n"
     "                       and write them to FILE for --comm; nothing else runs\n\n"
@@ -53,7 +61,7 @@ static const char usage_text[] =
 
 struct plan_opts {
     const char *machine, *device, *measure, *comm;
-    int gpus, per_node, top, shared_cores;
+    int gpus, per_node, top, shared_cores, simulate_top;
     double memory_gib;         /* < 0: the machine's */
 };
 
@@ -62,7 +70,7 @@ static int parse(int argc, char **argv, struct plan_opts *o, char **rest, int *n
 {
     static const char *const names[] = { "--machine", "--device", "--gpus", "--gpus-per-node",
                                          "--memory-per-gpu", "--top", "--shared-cores",
-                                         "--measure", "--comm" };
+                                         "--measure", "--comm", "--simulate-top" };
     rest[(*nrest)++] = argv[0];
     rest[(*nrest)++] = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -72,7 +80,7 @@ static int parse(int argc, char **argv, struct plan_opts *o, char **rest, int *n
         }
         int k = -1;
         const char *v = NULL;
-        for (int n = 0; n < 9 && k < 0; n++) {
+        for (int n = 0; n < 10 && k < 0; n++) {
             size_t len = strlen(names[n]);
             if (strncmp(argv[i], names[n], len) == 0 &&
                 (argv[i][len] == '\0' || argv[i][len] == '=')) {
@@ -88,7 +96,7 @@ static int parse(int argc, char **argv, struct plan_opts *o, char **rest, int *n
             fprintf(stderr, "helix plan: error: %s needs a value\n", names[k]);
             return 2;
         }
-        if (k < 2 || k > 6) {
+        if (k < 2 || k == 7 || k == 8) {
             *(k == 0 ? &o->machine : k == 1 ? &o->device : k == 7 ? &o->measure : &o->comm) = v;
             continue;
         }
@@ -103,8 +111,11 @@ static int parse(int argc, char **argv, struct plan_opts *o, char **rest, int *n
         if (k == 4) {
             o->memory_gib = x;
         } else {
-            *(k == 2 ? &o->gpus : k == 3 ? &o->per_node : k == 5 ? &o->top
-                                                                 : &o->shared_cores) = (int)x;
+            *(k == 2   ? &o->gpus
+              : k == 3 ? &o->per_node
+              : k == 5 ? &o->top
+              : k == 6 ? &o->shared_cores
+                       : &o->simulate_top) = (int)x;
         }
     }
     return 0;
@@ -234,6 +245,7 @@ static int zero_matches(const int *f, int dp, int zero)
 struct row {
     struct plan_config c;
     struct plan_estimate e;
+    double sim;                /* --simulate-top: the simulated step (s) */
     int id;                    /* enumeration order: ties keep it, so every libc agrees */
 };
 
@@ -274,11 +286,55 @@ static int in_rest(const char *flag, int nrest, char **rest)
     return 0;
 }
 
+/* The train flags of a configuration after the user's: @p words gets them (at most 24),
+ * their numbers written into @p num; returns how many */
+static int choice_words(const struct row *r, const struct plan_bed *bed, int nrest, char **rest,
+                        const char **words, char (*num)[16])
+{
+    const struct plan_config *c = &r->c;
+    int n = 0, k = 0;
+#define WORD(w) (words[n++] = (w))
+#define NUM(v) (snprintf(num[k], 16, "%d", (v)), words[n++] = num[k++])
+    /* a choice the user fixed is in their flags already */
+    if (c->tp > 1 && !in_rest("--tensor-model-parallel-size", nrest, rest)) {
+        WORD("--tensor-model-parallel-size"), NUM(c->tp);
+    }
+    if (c->pp > 1 && !in_rest("--pipeline-model-parallel-size", nrest, rest)) {
+        WORD("--pipeline-model-parallel-size"), NUM(c->pp);
+    }
+    if (!in_rest("--micro-batch-size", nrest, rest)) {
+        WORD("--micro-batch-size"), NUM(c->mbs);
+    }
+    if (c->tp > 1) {
+        WORD("--sequence-parallel");
+    }
+    if (c->fold && !in_rest("--pipeline-fold", nrest, rest)) {
+        WORD("--pipeline-fold");
+    }
+    if (bed->gpus > bed->per_node) {
+        WORD("--ranks-per-node"), NUM(bed->per_node);
+    }
+    if ((c->s_p > 1 || c->s_g > 1 || c->s_os > 1) && !in_rest("--zero-stage", nrest, rest)) {
+        WORD("--shard-params"), NUM(c->s_p), WORD("--shard-grads"), NUM(c->s_g);
+        WORD("--shard-optim"), NUM(c->s_os);
+    }
+    if (c->recompute != HX_RECOMPUTE_NONE && !in_rest("--recompute-activations", nrest, rest)) {
+        WORD("--recompute-activations"), WORD(recompute_name(c->recompute));
+    }
+    if (bed->mc.gpus_per_node > 0) {
+        WORD("--cuda"), WORD("1"), WORD("--compute-on"), WORD("cuda");
+    }
+#undef WORD
+#undef NUM
+    return n;
+}
+
 /* The command line of a configuration: mpirun, the user's train flags, then the choices */
 static void command(const struct row *r, const struct plan_bed *bed, int nrest, char **rest,
                     FILE *f)
 {
-    const struct plan_config *c = &r->c;
+    const char *words[24];
+    char num[8][16];
     if (bed->gpus > 1) {
         fprintf(f, "mpirun -np %d ", bed->gpus);
     }
@@ -286,34 +342,96 @@ static void command(const struct row *r, const struct plan_bed *bed, int nrest, 
     for (int i = 2; i < nrest; i++) {
         fprintf(f, " %s", rest[i]);
     }
-    /* a choice the user fixed is in their flags already */
-    if (c->tp > 1 && !in_rest("--tensor-model-parallel-size", nrest, rest)) {
-        fprintf(f, " --tensor-model-parallel-size %d", c->tp);
-    }
-    if (c->pp > 1 && !in_rest("--pipeline-model-parallel-size", nrest, rest)) {
-        fprintf(f, " --pipeline-model-parallel-size %d", c->pp);
-    }
-    if (!in_rest("--micro-batch-size", nrest, rest)) {
-        fprintf(f, " --micro-batch-size %d", c->mbs);
-    }
-    fprintf(f, "%s", c->tp > 1 ? " --sequence-parallel" : "");
-    if (c->fold && !in_rest("--pipeline-fold", nrest, rest)) {
-        fputs(" --pipeline-fold", f);
-    }
-    if (bed->gpus > bed->per_node) {
-        fprintf(f, " --ranks-per-node %d", bed->per_node);
-    }
-    if ((c->s_p > 1 || c->s_g > 1 || c->s_os > 1) && !in_rest("--zero-stage", nrest, rest)) {
-        fprintf(f, " --shard-params %d --shard-grads %d --shard-optim %d", c->s_p, c->s_g,
-                c->s_os);
-    }
-    if (c->recompute != HX_RECOMPUTE_NONE && !in_rest("--recompute-activations", nrest, rest)) {
-        fprintf(f, " --recompute-activations %s", recompute_name(c->recompute));
-    }
-    if (bed->mc.gpus_per_node > 0) {
-        fputs(" --cuda 1 --compute-on cuda", f);
+    for (int i = 0, n = choice_words(r, bed, nrest, rest, words, num); i < n; i++) {
+        fprintf(f, " %s", words[i]);
     }
     fputc('\n', f);
+}
+
+/* --simulate-top: configuration @p r's step on the simulated machine (helix simulate with
+ * the device's analytic models, 3 steps, the last one's time), in seconds; HX_OK or the
+ * status of a simulation that failed (its output's tail said) */
+static int simulate(const struct row *r, const struct plan_opts *o, const struct plan_bed *bed,
+                    int nrest, char **rest, double *step)
+{
+    char self[4096], ranks[16], log[] = "/tmp/hx-plan-simulate.XXXXXX";
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    int fd = mkstemp(log);
+    if (len <= 0 || fd < 0) {
+        return HX_ERR(HX_EIO, "--simulate-top: cannot find this helix or make a log file");
+    }
+    self[len] = '\0';
+    snprintf(ranks, sizeof ranks, "%d", bed->gpus);
+    const char *head[] = { self, "simulate", "--machine", o->machine, "--device", o->device,
+                           "--ranks", ranks };
+    char json[sizeof log + 8];
+    snprintf(json, sizeof json, "%s.json", log);
+    const char *tail[] = { "--train-iters", "3", "--eval-interval", "0", "--eval-iters", "1",
+                           "--log-interval", "1", "--sample-tokens", "0", "--progress-bar", "0",
+                           "--log-json", json };
+    const char *words[24];
+    char num[8][16];
+    int nw = choice_words(r, bed, nrest, rest, words, num), n = 0;
+    char **argv = calloc((size_t)(8 + nrest + nw + 14 + 1), sizeof *argv);
+    if (argv == NULL) {
+        close(fd);
+        remove(log);
+        return HX_ERR(HX_ENOMEM, "--simulate-top");
+    }
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) {
+        argv[n++] = (char *)head[i];
+    }
+    for (int i = 2; i < nrest; i++) {
+        argv[n++] = rest[i];
+    }
+    for (int i = 0; i < nw; i++) {
+        argv[n++] = (char *)words[i];
+    }
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++) {
+        argv[n++] = (char *)tail[i];
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) { /* its output into the log: the step lines are read back from there */
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(self, argv);
+        _exit(127);
+    }
+    int status = 1;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    free(argv);
+    close(fd);
+    /* the last step's "ms" of the JSON log ({"step": 3, ..., "ms": 4.68, ...}) */
+    FILE *f = fopen(json, "r");
+    char line[1024], last[1024] = "";
+    *step = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        const char *ms = strstr(line, "\"ms\": ");
+        *step = ms != NULL ? strtod(ms + 6, NULL) * 1e-3 : *step;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    f = fopen(log, "r"); /* its last line, for a failure's message */
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        snprintf(last, sizeof last, "%s", line);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    remove(json);
+    int ret = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && *step > 0
+                  ? HX_OK
+                  : HX_ERR(HX_ERUNTIME, "--simulate-top: the simulation of configuration tp %d "
+                           "pp %d dp %d failed (exit %d); its log %s ends: %s",
+                           r->c.tp, r->c.pp, r->c.dp, WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                         : -1, log, last);
+    if (ret == HX_OK) {
+        remove(log);
+    }
+    return ret;
 }
 
 /* A micro-batch whose logits or MLP tensor would pass helix's 2^31 elements a tensor
@@ -411,9 +529,9 @@ static int enumerate(const struct hx_gpt_config *m, const struct train_args *a,
 }
 
 /* Print the best @p top of the @p fit rows that fit, with their command lines */
-static int report(const struct row *rows, int n, int fit, int top, const struct hx_gpt_config *m,
-                  const struct train_args *a, const struct plan_bed *bed, int nrest,
-                  char **rest)
+static int report(const struct row *rows, int n, int fit, int top, int sim,
+                  const struct hx_gpt_config *m, const struct train_args *a,
+                  const struct plan_bed *bed, int nrest, char **rest)
 {
     char budget[64] = "no memory limit";
     if (bed->memory_bytes > 0) {
@@ -440,6 +558,27 @@ static int report(const struct row *rows, int n, int fit, int top, const struct 
                e->compute * 1e3, e->tp * 1e3, e->p2p * 1e3, e->gather * 1e3, e->grad * 1e3,
                e->after * 1e3, e->bubble * 1e3, e->cores * 1e3, e->states / 1073741824.0,
                e->acts / 1073741824.0, e->comm / 1073741824.0, e->total / 1073741824.0);
+    }
+    if (sim > 0) { /* the simulated ones, ranked again by their simulated step */
+        int ns = sim < fit ? sim : fit, order[64];
+        for (int i = 0; i < ns; i++) {
+            order[i] = i;
+        }
+        for (int i = 1; i < ns; i++) { /* insertion sort: a handful, ties keep the plan's order */
+            for (int j = i; j > 0 && rows[order[j]].sim < rows[order[j - 1]].sim; j--) {
+                int t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        }
+        printf("the best %d simulated (helix simulate, analytic models of %s, 3 steps, the "
+               "last), ranked again:\n  # plan  predicted_ms simulated_ms  simulated/predicted\n",
+               ns, bed->dev.name);
+        for (int i = 0; i < ns; i++) {
+            const struct row *w = &rows[order[i]];
+            printf("%3d %5d %13.2f %12.2f %20.2f\n", i + 1, order[i] + 1, w->e.step * 1e3,
+                   w->sim * 1e3, w->sim / w->e.step);
+        }
     }
     printf("command lines:\n");
     for (int i = 0; i < fit && i < top; i++) {
@@ -517,7 +656,11 @@ int cmd_plan(int argc, char **argv)
     }
     if (ret == 0) {
         qsort(rows, (size_t)fit, sizeof *rows, by_step);
-        ret = report(rows, n, fit, o.top, &m, &a, &bed, nrest, rest);
+        int sim = o.simulate_top < 64 ? o.simulate_top : 64;
+        for (int i = 0; i < sim && i < fit && ret == 0; i++) {
+            ret = simulate(&rows[i], &o, &bed, nrest, rest, &rows[i].sim) == HX_OK ? 0 : 1;
+        }
+        ret = ret == 0 ? report(rows, n, fit, o.top, sim, &m, &a, &bed, nrest, rest) : ret;
     }
     free(rows);
 out:

@@ -9,7 +9,9 @@
 # message: no machine or device, no --global-batch-size, a flag for a run (--shard-params),
 # ranks that do not fill whole nodes, a budget that is no number.  `--measure` under mpirun
 # times the bed's collectives into a file that `--comm` prices with; a damaged file is
-# refused naming its line, and --measure on one rank exits 2.
+# refused naming its line, and --measure on one rank exits 2.  --simulate-top simulates the
+# best (helix simulate) and ranks them again by simulated step, or, without the simulation
+# flavour, fails saying so.
 # shellcheck disable=SC2016,SC2034,SC2317  # ok evals its single-quoted checks
 set -u
 # shellcheck source=tests/cli/lib.sh
@@ -23,7 +25,7 @@ MODEL="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
 one_error() { [ "$(grep -c "error:" "$ERR")" -eq 1 ]; }
 # the rows of the table: lines that start with a rank number and a tp
 rows() { awk '/^command lines:/ { exit } /^ *[0-9]+ +[0-9]+ +[0-9]+ / { print }' "$OUT"; }
-plan 19
+plan 20
 
 run "$HELIX" --help
 ok "plan is listed in helix --help" 'rc_is 0 && out_has "  plan "'
@@ -93,6 +95,22 @@ ok "--measure on one rank: exit 2, run it under mpirun" \
 run "$HELIX" plan $BED $MODEL --recompute-activations sometimes
 ok "--recompute-activations sometimes: exit 2 naming the modes" \
    'rc_is 2 && one_error && err_has "full, selective or none"'
+
+# --simulate-top: the best 2 of 2 ranks simulated, ranked again by simulated step
+# shellcheck disable=SC2086
+run "$HELIX" plan --machine "$HX_SRCDIR/machines/this-bed.machine" \
+    --device "$HX_SRCDIR/devices/this-bed.device" --gpus 2 --gpus-per-node 1 $MODEL \
+    --top 2 --simulate-top 2
+if grep -q '^#define HX_SIM_BUILD_BINARY' "$HX_BUILDDIR/config.h"; then
+    ok "--simulate-top 2: both simulated, ranked again by simulated step" \
+       'rc_is 0 && out_has "the best 2 simulated" &&
+        awk "/the best 2 simulated/ { on = 1; next } /^command lines:/ { on = 0 }
+             on && /^ *[12] / { n++; if (\$4 <= 0 ||
+             \$4 < prev) exit 1; prev = \$4 } END { exit n != 2 }" "$OUT"'
+else
+    ok "--simulate-top without the simulation flavour: exit 1 saying so" \
+       'rc_is 1 && err_has "without the simulation flavour"'
+fi
 
 # bad input
 # shellcheck disable=SC2086
