@@ -155,7 +155,6 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
     int tp0 = m->base.mesh.tp_rank == 0, a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_take_layer(m, mb, lo);
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, -1);
     hx_tensor_t x = c == 0 ? m->emb : m->in2;
     if (a == 0) { /* the schedule pass gathered the embedding's parameters */
         hx_tensor_t wpe = hx_gpt_pt(P, m->p_wpe); /* none with rotary positions */
@@ -212,7 +211,6 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     }
     hx_gpt_take_keep(m, mb, l); /* full recompute: the output kept apart */
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, l);
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
     hx_gpt_layer_to_gelu(m, l, x);
@@ -241,7 +239,6 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
     hx_graph_t g = m->base.g;
     int b = m->base.cv[c] + m->base.cvn[c] - 1, hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, -1);
     if (b + 1 < m->base.nvs) {
         hx_send_tiles(g, hx_gpt_edge_channel(m, b, 0), m->res_out[hi - 1],
                       hx_model_vstage_rank(&m->base, b + 1));

@@ -95,7 +95,6 @@ void hx_gpt_backward_begin(struct hx_gpt *m, int mb, int c)
     int L = m->cfg.num_layers, b = m->base.cv[c] + m->base.cvn[c] - 1;
     int head = m->p_head >= 0 ? m->p_head : m->p_wte; /* the output layer: tied wte, or own */
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (b + 1 < m->base.nvs) { /* the gradient of this chunk's output, from the next stage */
         hx_recv_tiles(g, hx_gpt_edge_channel(m, b, 1), m->dtop, hx_model_vstage_rank(&m->base, b + 1));
         return;
@@ -117,7 +116,6 @@ void hx_gpt_backward_layer(struct hx_gpt *m, int mb, int c, int l)
 {
     int lo = m->base.clo[c], hi = m->base.chi[c];
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_BACKWARD_DATA, l);
     /* the schedule pass gathered its parameters and ran the recomputation */
     hx_tensor_t dy = l == hi - 1 ? m->dtop : m->dres[l + 1];
     hx_tensor_t x = l == lo ? (c == 0 ? m->emb : m->in2) : m->res_out[l - 1];
@@ -133,7 +131,6 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
     hx_tensor_t *G = m->base.gfull;
     int a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_BACKWARD_DATA, -1);
     if (a > 0) { /* the gradient of the chunk's input, to the previous virtual stage */
         hx_send_tiles(g, hx_gpt_edge_channel(m, a - 1, 1), m->dres[lo],
                       hx_model_vstage_rank(&m->base, a - 1));

@@ -2,7 +2,8 @@
 /* graphs/gpt_model.c: GPT-2 and Llama (struct hx_gpt) as a client of the model-agnostic
  * passes: its chunk emitters (graphs/gpt.c, graphs/gpt_backward.c) and its loss behind
  * struct hx_model_ops (graphs/model_internal.h).  Each hook only finds the model around the
- * struct hx_model the pass hands it; the graph is what the GPT functions emit.
+ * struct hx_model the pass hands it; the graph is what the GPT functions emit, after the
+ * pass's stamp of the cursor (phase, micro-batch, layer, strand).
  * Test: tests/graphs/strands.c, tests/graphs/pipeline.c, tests/mpi/parity_pp.sh. */
 #include "graphs/gpt_internal.h"
 
@@ -36,14 +37,13 @@ static void backward_end(struct hx_model *b, int mb, int c)
     hx_gpt_backward_end(hx_gpt_of(b), mb, c);
 }
 
-/* hx_gpt_emit_loss reads the micro-batch the model's fields show and the graph's cursor:
- * both are set to mb's forward again (what its forward_end left them at), so the hook does
- * not depend on which emitter ran last */
+/* hx_gpt_emit_loss reads the micro-batch the model's fields show: set to mb's again (the
+ * schedule pass has stamped the cursor), so the hook does not depend on which emitter ran
+ * last */
 static void loss(struct hx_model *b, int mb)
 {
     struct hx_gpt *m = hx_gpt_of(b);
     hx_gpt_use_mb(m, mb);
-    hx_model_stamp(&m->base, mb, HX_PHASE_FORWARD, -1);
     hx_gpt_emit_loss(m, m->targets[mb], 1);
 }
 

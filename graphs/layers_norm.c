@@ -57,17 +57,25 @@ void hx_add_layernorm_fwd(hx_graph_t g, hx_tensor_t sum, hx_tensor_t out, hx_ten
     }
 }
 
+/* Both norms' data gradient: dinp, dout and the residual gradient (may be NULL) shaped and
+ * tiled as the input */
+static void bwd_data_check(hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp, hx_tensor_t resid)
+{
+    same_tiling(dinp, inp);
+    same_tiling(dout, inp);
+    shape(dinp, inp->rows, inp->cols);
+    shape(dout, inp->rows, inp->cols);
+    if (resid != NULL) {
+        same_tiling(resid, inp);
+        shape(resid, inp->rows, inp->cols);
+    }
+}
+
 void hx_layernorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
                            hx_tensor_t w, hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid)
 {
     int C = inp->cols;
-    same_tiling(dinp, inp);
-    same_tiling(dout, inp);
-    shape(dinp, inp->rows, C);
-    if (resid != NULL) {
-        same_tiling(resid, inp);
-        shape(resid, inp->rows, C);
-    }
+    bwd_data_check(dinp, dout, inp, resid);
     for (int e = 0; e < inp->ntiles; e++) {
         int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = C, .has_resid = resid != NULL } };
@@ -153,17 +161,10 @@ void hx_rmsnorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_te
                          hx_tensor_t w, hx_tensor_t rstd, hx_tensor_t resid)
 {
     int C = inp->cols;
-    same_tiling(dinp, inp);
-    same_tiling(dout, inp);
+    bwd_data_check(dinp, dout, inp, resid);
     same_tiling(rstd, inp);
-    shape(dinp, inp->rows, C);
-    shape(dout, inp->rows, C);
     shape(rstd, inp->rows, 1);
     shape(w, 1, C);
-    if (resid != NULL) {
-        same_tiling(resid, inp);
-        shape(resid, inp->rows, C);
-    }
     for (int e = 0; e < inp->ntiles; e++) {
         int i = hx_cursor_tile(&g->cur, e, inp->ntiles), rows = hx_tile_nrows(inp, i);
         union hx_op_args a = { .rows = { .rows = rows, .cols = C, .has_resid = resid != NULL } };

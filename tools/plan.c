@@ -476,7 +476,7 @@ static int enumerate(const struct hx_gpt_config *m, const struct train_args *a,
             if ((N / tp) % pp || m->num_layers % pp || (x->pp && pp != x->pp)) {
                 continue;
             }
-            int dp = N / (tp * pp);
+            int dp = N / (tp * pp), k_node = dp_in_node(m, tp, pp, bed);
             for (int fold = 0; fold <= (pp > 1); fold++) {
                 if ((x->fold && fold != x->fold - 1) || (fold && m->num_layers % (2 * pp))) {
                     continue;
@@ -486,7 +486,7 @@ static int enumerate(const struct hx_gpt_config *m, const struct train_args *a,
                         too_wide(m, mbs)) {
                         continue;
                     }
-                    int f[10][3], nf = shardings(dp, dp_in_node(m, tp, pp, bed), f);
+                    int f[10][3], nf = shardings(dp, k_node, f);
                     for (int s = 0; s < nf; s++) {
                         if (x->zero && !zero_matches(f[s], dp, x->zero - 1)) {
                             continue;

@@ -88,13 +88,6 @@ static int time_op(const struct hx_mesh *ms, int ch, enum hx_op op, double bytes
     return ret;
 }
 
-/* The ring model's factor of @p op over @p p ranks */
-static double factor(enum hx_op op, int p)
-{
-    return op == HX_OP_ALLREDUCE ? 2.0 * (p - 1) / p
-         : op == HX_OP_ALLGATHER || op == HX_OP_REDUCE_SCATTER ? (double)(p - 1) / p : 1.0;
-}
-
 static int measure(const struct hx_mesh *ms, int per_node, struct plan_measured *m, int *nm)
 {
     static const int chans[3] = { HX_GROUP_TP, HX_GROUP_DP, HX_GROUP_WORLD };
@@ -124,7 +117,8 @@ static int measure(const struct hx_mesh *ms, int per_node, struct plan_measured 
             e->op = ops[o] == HX_OP_RECV ? HX_OP_RECV : ops[o];
             e->p = ops[o] == HX_OP_RECV ? 2 : gr->size;
             e->nodes = nodes;
-            double f = factor(ops[o], e->p), slope = (t[1] - t[0]) / (sizes[1] - sizes[0]);
+            double f = plan_ring_factor(ops[o], e->p);
+            double slope = (t[1] - t[0]) / (sizes[1] - sizes[0]);
             e->gbytes_per_s = slope > 0 ? f / slope / 1e9 : 0;
             e->alpha_us = (t[0] - (slope > 0 ? slope * sizes[0] : 0)) * 1e6;
             e->alpha_us = e->alpha_us > 0 ? e->alpha_us : 0;

@@ -31,14 +31,52 @@ void plan_mesh_request(const struct plan_config *pc, const struct plan_bed *bed,
     r->micro_batches = pc->M;
 }
 
+double plan_ring_factor(enum hx_op op, int p)
+{
+    switch (op) {
+    case HX_OP_ALLREDUCE:
+        return 2.0 * (p - 1) / p;
+    case HX_OP_ALLGATHER:
+    case HX_OP_REDUCE_SCATTER:
+    case HX_OP_ALLTOALL:
+        return (double)(p - 1) / p;
+    case HX_OP_BROADCAST: /* pipelined through the ring */
+    case HX_OP_SEND:
+    case HX_OP_RECV:
+    case HX_OP_SHIFT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The ring's latency steps of @p op over @p p ranks */
+static int ring_steps(enum hx_op op, int p)
+{
+    return op == HX_OP_ALLREDUCE ? 2 * (p - 1)
+         : op == HX_OP_SEND || op == HX_OP_RECV || op == HX_OP_SHIFT ? 1
+         : plan_ring_factor(op, p) > 0 ? p - 1 : 0;
+}
+
 double plan_collective_s(const struct plan_bed *bed, const struct hx_mesh *mesh,
                          enum hx_group_kind g, enum hx_op op, double bytes)
 {
     const struct hx_group *gr = &mesh->groups[g];
     const struct hx_sim_machine *mc = &bed->mc;
-    int p = gr->size;
-    if (p <= 1 && op != HX_OP_SEND && op != HX_OP_RECV) {
+    int p = gr->size, transfer = op == HX_OP_SEND || op == HX_OP_RECV;
+    if (p <= 1 && !transfer) {
         return 0;
+    }
+    /* a measured shape: its own fixed cost and bandwidth (a transfer: between two ranks) */
+    int q = transfer ? 2 : p;
+    int span = transfer ? (gr->intra_node ? 1 : 2) : gr->nodes > 0 ? gr->nodes : 1;
+    for (int i = 0; i < bed->ncomm; i++) {
+        const struct plan_measured *e = &bed->comm[i];
+        if (e->op == (int)(transfer ? HX_OP_RECV : op) && e->p == q && e->nodes == span &&
+            e->gbytes_per_s > 0) {
+            return e->alpha_us * 1e-6 +
+                   plan_ring_factor(op, q) * bytes / (e->gbytes_per_s * 1e9);
+        }
     }
     /* inside a node: NVLink, else PCIe through the host; CPU ranks copy through shared
      * memory at one core's streaming bandwidth (Open MPI's vader), ~1 us a message */
@@ -55,36 +93,7 @@ double plan_collective_s(const struct plan_bed *bed, const struct hx_mesh *mesh,
         bw = nic < bw || bw <= 0 ? nic : bw;
         lat = mc->nic_latency_us + (gpu ? mc->pcie_latency_us : 0);
     }
-    /* a measured shape: its own fixed cost and bandwidth (a transfer: between two ranks) */
-    int q = op == HX_OP_SEND || op == HX_OP_RECV ? 2 : p;
-    int span = op == HX_OP_SEND || op == HX_OP_RECV ? (gr->intra_node ? 1 : 2)
-                                                    : gr->nodes > 0 ? gr->nodes : 1;
-    int key = op == HX_OP_SEND ? HX_OP_RECV : op;
-    for (int i = 0; i < bed->ncomm; i++) {
-        const struct plan_measured *e = &bed->comm[i];
-        if (e->op == key && e->p == q && e->nodes == span && e->gbytes_per_s > 0) {
-            double f = key == HX_OP_ALLREDUCE ? 2.0 * (q - 1) / q
-                       : key == HX_OP_RECV ? 1.0 : (double)(q - 1) / q;
-            return e->alpha_us * 1e-6 + f * bytes / (e->gbytes_per_s * 1e9);
-        }
-    }
-    double B = bw * 1e9, a = lat * 1e-6, steps = p - 1, frac = (double)(p - 1) / p;
-    switch (op) {
-    case HX_OP_ALLREDUCE:
-        return 2 * frac * bytes / B + 2 * steps * a;
-    case HX_OP_ALLGATHER:
-    case HX_OP_REDUCE_SCATTER:
-    case HX_OP_ALLTOALL:
-        return frac * bytes / B + steps * a;
-    case HX_OP_BROADCAST:
-        return bytes / B + steps * a; /* pipelined through the ring */
-    case HX_OP_SEND:
-    case HX_OP_RECV:
-    case HX_OP_SHIFT:
-        return bytes / B + a;
-    default:
-        return 0;
-    }
+    return plan_ring_factor(op, p) * bytes / (bw * 1e9) + ring_steps(op, p) * lat * 1e-6;
 }
 
 /* Bytes of a node's buffers in @p mode (HX_R: read-only ones; HX_W: written ones) */
@@ -192,27 +201,31 @@ static void extrapolate(struct stage_cost *a, const struct stage_cost *b, double
     }
 }
 
-/* The world rank of pipeline stage @p s's first rank (dp rank 0, tp rank 0) */
-static int stage_rank(const struct hx_gpt_config *m, const struct plan_config *pc,
-                      const struct plan_bed *bed, int s)
+/* The world ranks of every pipeline stage's first rank (dp rank 0, tp rank 0): rank 0's
+ * pipeline group, member by member */
+static int stage_ranks(const struct hx_gpt_config *m, const struct plan_config *pc,
+                       const struct plan_bed *bed, int *ranks)
 {
-    for (int r = 0; r < bed->gpus; r++) {
-        struct hx_mesh_request q;
-        struct hx_mesh mesh;
-        plan_mesh_request(pc, bed, m, r, &q);
-        if (hx_mesh_init(&mesh, &q, 1) == HX_OK && mesh.pp_rank == s && mesh.dp_rank == 0 &&
-            mesh.tp_rank == 0) {
-            return r;
-        }
+    struct hx_mesh_request q;
+    struct hx_mesh mesh;
+    plan_mesh_request(pc, bed, m, 0, &q);
+    int ret = hx_mesh_init(&mesh, &q, 1);
+    for (int s = 0; ret == HX_OK && s < pc->pp; s++) {
+        ranks[s] = hx_group_member(&mesh.groups[HX_GROUP_PP], s);
     }
-    return -1;
+    return ret;
 }
 
 /* The whole model's forward flops of one micro-batch of @p mbs sequences: the serial graph's
- * (cached: the planner asks for few sizes) */
+ * (cached by size for the last model asked about: a plan asks for few sizes of one model) */
 static double serial_fwd_flops(const struct hx_gpt_config *m, int mbs)
 {
+    static struct hx_gpt_config of; /* the model the cache holds */
     static double cache[65];
+    if (memcmp(&of, m, sizeof of) != 0) {
+        memcpy(&of, m, sizeof of);
+        memset(cache, 0, sizeof cache);
+    }
     if (mbs <= 64 && cache[mbs] > 0) {
         return cache[mbs];
     }
@@ -248,19 +261,20 @@ int plan_estimate(const struct hx_gpt_config *m, const struct plan_config *pc,
     double worst_mb = 0, work = 0, comm = 0;
     /* stage 0 (embedding), one in the middle (only layers: pp - 2 of those), the last (head) */
     int stages[3] = { 0, 1, pc->pp - 1 }, weight[3] = { 1, pc->pp - 2, 1 };
-    for (int k = 0; k < 3; k++) {
+    int *first = malloc(sizeof(int) * (size_t)pc->pp);
+    int ret = first != NULL ? stage_ranks(m, pc, bed, first) : HX_ENOMEM;
+    for (int k = 0; k < 3 && ret == HX_OK; k++) {
         if ((k == 1 && pc->pp < 3) || (k == 2 && pc->pp < 2)) {
             continue;
         }
-        int rank = stage_rank(m, pc, bed, stages[k]);
         struct stage_cost a, b;
-        int ret = rank < 0 ? HX_EINVAL : build_price(m, pc, bed, rank, m1, &a);
+        ret = build_price(m, pc, bed, first[stages[k]], m1, &a);
         if (ret == HX_OK && m2 != m1) {
-            ret = build_price(m, pc, bed, rank, m2, &b);
+            ret = build_price(m, pc, bed, first[stages[k]], m2, &b);
             extrapolate(&a, &b, (double)(Ml - m1) / (m2 - m1));
         }
         if (ret != HX_OK) {
-            return ret;
+            break;
         }
         /* gathers hide under the compute; gradient reductions under the last backward, or
          * under every one when each micro-batch reduce-scatters its own (s_g > 1) */
@@ -286,6 +300,10 @@ int plan_estimate(const struct hx_gpt_config *m, const struct plan_config *pc,
             e->total = total;
             e->model_state_formula = mm->formula_model_state;
         }
+    }
+    free(first);
+    if (ret != HX_OK) {
+        return ret;
     }
     e->bubble = (pc->pp - 1) * worst_mb / (pc->fold ? 2.0 : 1.0);
     e->step += e->bubble;

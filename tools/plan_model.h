@@ -90,6 +90,11 @@ void plan_mesh_request(const struct plan_config *pc, const struct plan_bed *bed,
 int plan_estimate(const struct hx_gpt_config *m, const struct plan_config *pc,
                   const struct plan_bed *bed, struct plan_estimate *e);
 
+/* The ring model's data factor f of @p op over @p p ranks (t = alpha + f S / B): 2(p-1)/p
+ * for an all-reduce, (p-1)/p for an all-gather, reduce-scatter or all-to-all, 1 for a
+ * broadcast or a transfer */
+double plan_ring_factor(enum hx_op op, int p);
+
 /* The ring model's time (s) of one collective of @p bytes (the whole buffer: the all-reduced
  * tensor, the gathered output, the scattered input) of kind @p op over group @p g of rank
  * @p rank's mesh. */
