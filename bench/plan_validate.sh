@@ -17,7 +17,7 @@
 # Nothing is fitted to the training runs.
 #
 #   bench/plan_validate.sh [--steps N] [--rate R] [--out DIR] [--limit K] [--rounds R]
-#                          [--replan] [BUILD_DIR]
+#                          [--replan] [--reuse DIR] [BUILD_DIR]
 #     --steps N   training steps a run, the first not timed (default 6)
 #     --rate R    the link between the nodes, tc units (default 1gbit)
 #     --out DIR   the plan, logs and JSON (default a new /tmp/hx-plan-validate.XXXXXX)
@@ -26,6 +26,8 @@
 #                 a configuration's time is the median of its rounds' medians
 #     --replan    run nothing: plan again and compare with the runs already in --out (their
 #                 configurations are those of --out's runs.txt)
+#     --reuse DIR take the runs of an earlier --out DIR (same model and rate) for the
+#                 configurations it measured, and run only the plan's new ones
 #   Model (environment): HX_PV_LAYERS (4) HX_PV_HIDDEN (256) HX_PV_HEADS (8) HX_PV_SEQ (128)
 #     HX_PV_GBS (16): 3.2M parameters, 13 MB of fp32 gradients, ~40 GFLOP a step.
 # Needs root (network namespaces) and python3.  Builds nothing.  Exit 0 when every run
@@ -33,13 +35,13 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 netbed=$top/scripts/netbed
-steps=6 rate=1gbit out='' limit=0 replan=0 rounds=3 build=${HX_BUILDDIR:-}
+steps=6 rate=1gbit out='' limit=0 replan=0 rounds=3 reuse='' build=${HX_BUILDDIR:-}
 L=${HX_PV_LAYERS:-4} C=${HX_PV_HIDDEN:-256} H=${HX_PV_HEADS:-8} T=${HX_PV_SEQ:-128}
 GBS=${HX_PV_GBS:-16}
 usage() {
     echo "plan_validate: $*" >&2
     echo "usage: bench/plan_validate.sh [--steps N] [--rate R] [--out DIR] [--limit K]" \
-        "[--rounds R] [--replan] [BUILD_DIR]" >&2
+        "[--rounds R] [--replan] [--reuse DIR] [BUILD_DIR]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || usage "--out needs a value"; out=$2; shift 2 ;;
         --limit) [ $# -ge 2 ] || usage "--limit needs a value"; limit=$2; shift 2 ;;
         --replan) replan=1; shift ;;
+        --reuse) [ $# -ge 2 ] || usage "--reuse needs a value"; reuse=$2; shift 2 ;;
         --rounds) [ $# -ge 2 ] || usage "--rounds needs a value"; rounds=$2; shift 2 ;;
         -*) usage "unknown option $1" ;;
         *) build=$1; shift ;;
@@ -60,6 +63,9 @@ case $steps in '' | *[!0-9]*) usage "--steps '$steps' is not a number" ;; esac
 [ "$steps" -ge 3 ] || usage "--steps must be at least 3 (the first is not timed)"
 out=${out:-$(mktemp -d /tmp/hx-plan-validate.XXXXXX)}
 mkdir -p "$out" || exit 1
+if [ -n "$reuse" ] && [ ! -s "$out/comm.txt" ]; then # the earlier runs' bed, as measured
+    cp "$reuse/comm.txt" "$out/comm.txt" || exit 1
+fi
 
 MODEL="--num-layers $L --hidden-size $C --num-attention-heads $H --seq-length $T
  --vocab-size 256 --global-batch-size $GBS"
@@ -79,12 +85,37 @@ if [ "$replan" = 0 ]; then
     cp "$out/plan.txt" "$out/runs.txt" # run k is configuration k of this plan
     n=$(sed -n 's/^ *\([0-9][0-9]*\)  mpirun -np 4 helix train .*/\1/p' "$out/runs.txt" | tail -1)
     [ "$limit" -gt 0 ] && [ "$limit" -lt "$n" ] && n=$limit
+    todo=$(seq 1 "$n")
+    if [ -n "$reuse" ]; then # an earlier run's measurements, renumbered to this plan's rows
+        todo=$(python3 - "$reuse" "$out" "$n" <<'PY'
+import os, re, shutil, sys
+old, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def rows(path):
+    r = {}
+    for l in open(path):
+        f = l.split()
+        if len(f) > 20 and f[0].isdigit() and re.match(r"^\d+(x\d+x\d+)?$", f[1]):
+            r[tuple(f[1:11])] = int(f[0])
+    return r
+was, now = rows(os.path.join(old, "runs.txt")), rows(os.path.join(out, "runs.txt"))
+for key, k in sorted(now.items(), key=lambda kv: kv[1]):
+    j = was.get(key)
+    files = [x for x in os.listdir(old) if j and x.startswith("run%d.r" % j)]
+    for x in files:
+        shutil.copy(os.path.join(old, x), os.path.join(out, "run%d.%s" % (k, x.split(".", 1)[1])))
+    if not files and k <= n:
+        print(k)
+PY
+)
+        n=$(echo "$todo" | grep -c .)
+    fi
     echo "plan_validate: $n configurations on netbed at $rate, $rounds rounds of $steps steps;" \
         "out $out"
+    mapfile -t ks <<<"$todo"
     for r in $(seq 1 "$rounds"); do
         # round r starts at configuration r x n / rounds: none is always first or last
         for i in $(seq 0 $((n - 1))); do
-            k=$(((i + (r - 1) * n / rounds) % n + 1))
+            k=${ks[$(((i + (r - 1) * n / rounds) % n))]}
             line=$(sed -n "s/^ *$k  mpirun -np 4 helix train //p" "$out/runs.txt")
             # shellcheck disable=SC2086
             NB_RANKS_PER_NODE=2 timeout -s TERM 900 "$netbed" run --rate "$rate" -- -np 4 \
@@ -98,13 +129,13 @@ if [ "$replan" = 0 ]; then
 fi
 
 python3 - "$out" <<'PY'
-import json, os, statistics, sys
+import json, os, re, statistics, sys
 out = sys.argv[1]
 def table(path):  # configuration key -> (its number, its row's fields)
     rows = {}
     for l in open(path):
         f = l.split()
-        if len(f) > 20 and f[0].isdigit() and f[1].isdigit():
+        if len(f) > 20 and f[0].isdigit() and re.match(r"^\d+(x\d+x\d+)?$", f[1]):
             rows[tuple(f[1:7] + f[7:11])] = (int(f[0]), f)
     return rows
 runs, plan = table(os.path.join(out, "runs.txt")), table(os.path.join(out, "plan.txt"))

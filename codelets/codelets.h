@@ -32,6 +32,7 @@ extern struct starpu_codelet hx_cl_layernorm_fwd, hx_cl_add_layernorm_fwd, hx_cl
     hx_cl_layernorm_bwd_weight;
 extern struct starpu_codelet hx_cl_rmsnorm_fwd, hx_cl_add_rmsnorm_fwd, hx_cl_rmsnorm_bwd_data,
     hx_cl_rmsnorm_bwd_weight;
+extern struct starpu_codelet hx_cl_norm_part, hx_cl_norm_fwd_apply, hx_cl_norm_bwd_apply;
 extern struct starpu_codelet hx_cl_gelu_fwd, hx_cl_gelu_bwd;
 extern struct starpu_codelet hx_cl_swiglu_fwd, hx_cl_swiglu_bwd;
 extern struct starpu_codelet hx_cl_attention_fwd, hx_cl_attention_bwd;

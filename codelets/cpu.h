@@ -35,6 +35,32 @@ void hx_cpu_rmsnorm_bwd_data(float *dinp, const float *dout, const float *inp, c
 void hx_cpu_rmsnorm_bwd_weight(float *dw, const float *dout, const float *inp, const float *rstd,
                                int N, int C, int ld);
 
+/* The norms over column-split rows (codelets/norm_split.c; include/helix/ops.h, HX_OP_NORM_*):
+ * inp, dout, out, dinp, resid this rank's (N,C) slice with row stride ld, w, b (1,C), rows
+ * C_total = cols_total wide.  Row sums s, s1 (N,1) and s2 (N,2) contiguous.
+ * Partial sums of the slice by mode (enum hx_norm_part_mode), written to s (N,1) or (N,2):
+ * stat is LN_VAR's S (the all-reduced LN_SUM) or LN_BWD's mean; unused pointers may be NULL. */
+void hx_cpu_norm_part(float *s, const float *inp, const float *dout, const float *w,
+                      const float *stat, const float *rstd, int mode, int N, int C, int ld,
+                      int cols_total);
+/* From the all-reduced sums: s1 = LN_SUM's, s2 = LN_VAR's; out, mean, rstd written (=) */
+void hx_cpu_layernorm_fwd_apply(float *out, float *mean, float *rstd, const float *inp,
+                                const float *w, const float *b, const float *s1,
+                                const float *s2, int N, int C, int ld, int cols_total,
+                                float eps);
+/* s = RMS_SQ's all-reduced sums; out, rstd written (=) */
+void hx_cpu_rmsnorm_fwd_apply(float *out, float *rstd, const float *inp, const float *w,
+                              const float *s, int N, int C, int ld, int cols_total, float eps);
+/* s2 = LN_BWD's all-reduced sums; dinp = [resid +] ... (resid may be NULL or alias dinp) */
+void hx_cpu_layernorm_bwd_apply(float *dinp, const float *dout, const float *inp,
+                                const float *w, const float *mean, const float *rstd,
+                                const float *s2, const float *resid, int N, int C, int ld,
+                                int cols_total);
+/* s = RMS_BWD's all-reduced sums */
+void hx_cpu_rmsnorm_bwd_apply(float *dinp, const float *dout, const float *inp, const float *w,
+                              const float *rstd, const float *s, const float *resid, int N,
+                              int C, int ld, int cols_total);
+
 void hx_cpu_gelu_fwd(float *out, const float *inp, long n);
 void hx_cpu_gelu_bwd(float *dinp, const float *inp, const float *dout, long n);
 

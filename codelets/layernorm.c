@@ -11,6 +11,7 @@
 
 #include "codelets/codelets.h"
 #include "codelets/cpu.h"
+#include "codelets/norm_rows.h"
 #include "codelets/layernorm.h"
 #include "codelets/vecmath.h"
 
@@ -71,12 +72,7 @@ void hx_cpu_layernorm_bwd_data(float *dinp, const float *dout, const float *inp,
         float *dx = dinp + (size_t)r * ld;
         /* resid may alias dinp: each element is read before it is written */
         const float *res = resid != NULL ? resid + (size_t)r * ld : NULL;
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - mu) * rs;
-            float g = dy[i] * w[i];
-            float v = rs * (g - g_mean - xhat * gx_mean);
-            dx[i] = res != NULL ? res[i] + v : v;
-        }
+        hx_layernorm_bwd_row(dx, dy, x, w, res, mu, rs, g_mean, gx_mean, C);
     }
 }
 

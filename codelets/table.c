@@ -2,7 +2,7 @@
 /* codelets/table.c: the op table, indexed by enum hx_op: name (task name and perf-model
  * symbol "hx_<name>"), codelet, and the number of buffers each op accepts, from the buffer
  * lists of include/helix/ops.h (optional buffers: matmul's bias, layernorm_bwd_data's and
- * rmsnorm_bwd_data's resid, embed_bwd's dwpe).
+ * rmsnorm_bwd_data's resid, embed_bwd's dwpe; the norm_* ops' vary with their mode).
  * The names are calibration keys of the perf models: keep them stable.
  * Test: every codelet test goes through it; tests/graphs/ir_topology.c checks op names. */
 #include <stddef.h>
@@ -52,6 +52,10 @@ static const struct hx_op_info op_table[HX_OP_COUNT] = {
     [HX_OP_SWIGLU_BWD] = { "swiglu_bwd", &hx_cl_swiglu_bwd, 3, 3 },
     [HX_OP_ROPE_FWD] = { "rope_fwd", &hx_cl_rope_fwd, 1, 1 },
     [HX_OP_ROPE_BWD] = { "rope_bwd", &hx_cl_rope_bwd, 1, 1 },
+    /* the column-split norms: buffer counts by mode (codelets/norm_split.c checks them) */
+    [HX_OP_NORM_PART] = { "norm_part", &hx_cl_norm_part, 2, 6 },
+    [HX_OP_NORM_FWD_APPLY] = { "norm_fwd_apply", &hx_cl_norm_fwd_apply, 5, 8 },
+    [HX_OP_NORM_BWD_APPLY] = { "norm_bwd_apply", &hx_cl_norm_bwd_apply, 6, 8 },
 };
 
 const struct hx_op_info *hx_op_info(enum hx_op op)

@@ -106,19 +106,40 @@ int hx_dist_tp_dim(const struct hx_param_spec *s)
     }
 }
 
-static void tp_split(struct hx_param_dist *d, const struct hx_param_spec *s, int tp)
+/* The dimension AxoNN's Y cuts under --tp-grid: the hidden size, wherever it is.  A
+ * column-parallel ("normal") weight's input columns, a row-parallel ("transposed") one's
+ * output rows, an embedding's columns and every replicated parameter's columns (norm
+ * weights, a row-parallel linear's bias, learned positions: vectors over the hidden size);
+ * a column-parallel bias is replicated over Y (added by y rank 0). */
+int hx_dist_y_dim(const struct hx_param_spec *s)
 {
-    d->tp_dim = tp > 1 ? hx_dist_tp_dim(s) : -1;
-    d->lrows = d->tp_dim == 0 ? d->rows / tp : d->rows;
-    d->lcols = d->tp_dim == 1 ? d->cols / tp : d->cols;
+    switch (s->split) {
+    case HX_TP_COLUMN:
+        return s->role == HX_PARAM_BIAS ? -1 : 1;
+    case HX_TP_ROW:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static void tp_split(struct hx_param_dist *d, const struct hx_param_spec *s, int tpx, int tpy)
+{
+    d->tp_dim = tpx > 1 ? hx_dist_tp_dim(s) : -1;
+    d->y_dim = tpy > 1 ? hx_dist_y_dim(s) : -1;
+    d->lrows = d->rows / (d->tp_dim == 0 ? tpx : 1) / (d->y_dim == 0 ? tpy : 1);
+    d->lcols = d->cols / (d->tp_dim == 1 ? tpx : 1) / (d->y_dim == 1 ? tpy : 1);
     /* the blocks along the cut, each cut in tp parts (q|k|v separately: whole heads) */
     d->nblocks = s->nblocks > 0 ? s->nblocks : 1;
     for (int b = 0; b < d->nblocks; b++) {
         d->block[b] = s->nblocks > 0 ? s->block[b] : d->tp_dim == 0 ? d->rows : d->cols;
-        HX_ASSERT(d->tp_dim < 0 || d->block[b] % tp == 0, "parameter %s: block %d of %d "
+        HX_ASSERT(d->tp_dim < 0 || d->block[b] % tpx == 0, "parameter %s: block %d of %d "
                   "along dimension %d does not divide by tp %d", s->name, b, d->block[b],
-                  d->tp_dim, tp);
+                  d->tp_dim, tpx);
     }
+    HX_ASSERT(d->y_dim < 0 || (d->y_dim == 0 ? d->rows : d->cols) % tpy == 0, "parameter %s "
+              "(%d x %d): dimension %d does not divide by the grid's Gy %d", s->name, d->rows,
+              d->cols, d->y_dim, tpy);
 }
 
 void hx_dist_layout(struct hx_model *m)
@@ -149,7 +170,7 @@ void hx_dist_layout(struct hx_model *m)
         d->stage = d->layer >= 0 ? hx_model_vstage_rank(m, d->layer / m->Lc)
                  : s->site == HX_SITE_HEAD ? head : first;
         d->held = d->stage == ms->pp_rank || (s->site == HX_SITE_TIED && head == ms->pp_rank);
-        tp_split(d, s, ms->tp);
+        tp_split(d, s, ms->tpx, ms->tpy);
         long n = (long)d->lrows * d->lcols;
         d->piece_cnt = hx_split_count(n, p, j);
         d->piece_off = hx_split_offset(n, p, j);
@@ -303,6 +324,9 @@ void hx_dist_prefetch_depth(struct hx_model *m)
  * strand's forward (whose input may come from another stage that waits on that backward). */
 int hx_model_tp_channel(const struct hx_model *m)
 {
+    if (m->mesh.tpy > 1) { /* Megatron's tp is the grid's X */
+        return HX_GROUP_TP_X;
+    }
     return m->g->cur.strand == HX_STRAND_BETA ? HX_GROUP_TP_BETA : HX_GROUP_TP;
 }
 
@@ -361,7 +385,7 @@ static hx_tensor_t *rs_scratch(struct hx_model *m, hx_tensor_t shard)
 void hx_model_tp_reduce(struct hx_model *m, hx_tensor_t shard, hx_tensor_t partial)
 {
     hx_tp_order_reset(m->g);
-    if (m->mesh.tp == 1) {
+    if (m->mesh.tpx == 1) {
         return;
     }
     if (m->mesh.sequence_parallel && m->par.tp_comm_overlap) {
@@ -371,8 +395,68 @@ void hx_model_tp_reduce(struct hx_model *m, hx_tensor_t shard, hx_tensor_t parti
     } else {
         HX_ASSERT(shard == partial, "without sequence parallelism %s and %s must alias",
                   shard->name, partial->name);
+        int first = m->g->nnodes;
         hx_allreduce_tiles(m->g, hx_model_tp_channel(m), partial);
+        if (m->g->cur.phase == HX_PHASE_BACKWARD_DATA) { /* an input gradient's (O1) */
+            hx_model_blocking(m, HX_NO_OVERLAP_DGRAD_AR, first);
+        }
     }
+}
+
+/* AxoNN's Y: a GEMM contracting over the hidden size, which Y splits, leaves partial sums
+ * over Y (a column-parallel linear's output, a row-parallel one's input gradient). */
+void hx_model_tp_reduce_y(struct hx_model *m, hx_tensor_t partial)
+{
+    if (m->mesh.tpy > 1) {
+        int first = m->g->nnodes;
+        hx_allreduce_tiles(m->g, HX_GROUP_TP_Y, partial);
+        if (m->g->cur.phase == HX_PHASE_BACKWARD_DATA) { /* an input gradient's (O1) */
+            hx_model_blocking(m, HX_NO_OVERLAP_DGRAD_AR, first);
+        }
+    }
+}
+
+int hx_model_tp_adds_bias(const struct hx_model *m, enum hx_tp_split split)
+{
+    switch (split) {
+    case HX_TP_ROW: /* its output is a partial sum over X: the bias once */
+        return m->mesh.tpx_rank == 0;
+    case HX_TP_COLUMN: /* a partial sum over Y under the grid */
+        return m->mesh.tpy_rank == 0;
+    default:
+        return 1;
+    }
+}
+
+const struct hx_norm_split *hx_model_norm_split(struct hx_model *m, hx_tensor_t inp)
+{
+    if (m->mesh.tpy == 1) {
+        return NULL;
+    }
+    /* one pair of row-statistics tensors per row tiling, shared by every norm: the
+     * all-reduces are tiny, and reuse only orders norms that are ordered anyway */
+    int total = inp->cols * m->mesh.tpy;
+    for (int i = 0; i < m->nnorm_split; i++) {
+        const struct hx_norm_split *sp = &m->norm_split[i];
+        if (sp->s1->rows == inp->rows && sp->s1->tile_rows == inp->tile_rows &&
+            sp->cols_total == total) {
+            return sp;
+        }
+    }
+    HX_ASSERT(m->nnorm_split < HX_NORM_SPLIT_MAX, "more than %d row tilings of norms",
+              HX_NORM_SPLIT_MAX);
+    struct hx_norm_split *sp = &m->norm_split[m->nnorm_split];
+    char name[HX_NAME_MAX];
+    snprintf(name, sizeof name, "normstat%d.s1", m->nnorm_split);
+    sp->s1 = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, inp->rows, 1,
+                             inp->tile_rows);
+    snprintf(name, sizeof name, "normstat%d.s2", m->nnorm_split++);
+    sp->s2 = hx_graph_tensor(m->g, name, HX_F32, HX_ROLE_ACTIVATION, inp->rows, 2,
+                             inp->tile_rows);
+    sp->channel = HX_GROUP_TP_Y;
+    sp->group_size = m->mesh.tpy;
+    sp->cols_total = total;
+    return sp;
 }
 
 /* ---- parameter gathers (s_p > 1) ---- */
@@ -383,12 +467,12 @@ void hx_dist_gather_params(struct hx_model *m, int layer)
         return;
     }
     if (m->par.prefetch && layer >= 0) { /* still in its slot: the gathered values stand */
-        if (m->slot_layer[layer % m->nps] == layer) {
+        if (m->slot_layer[layer % m->nps] == layer && !(m->par.no_overlap & HX_NO_OVERLAP_CACHE)) {
             return;
         }
         m->slot_layer[layer % m->nps] = layer;
     }
-    int at = m->g->cur.layer; /* the gathers carry the layer they serve (traces) */
+    int at = m->g->cur.layer, first = m->g->nnodes; /* gathers carry the layer they serve */
     m->g->cur.layer = layer;
     for (int u = 0; u < units(m, layer); u++) { /* one packed message per unit (units()) */
         int ids[HX_UNIT_MAX];
@@ -399,6 +483,7 @@ void hx_dist_gather_params(struct hx_model *m, int layer)
         }
     }
     m->g->cur.layer = at;
+    hx_model_blocking(m, HX_NO_OVERLAP_PREFETCH, first);
 }
 
 /* ---- gradient buckets ---- */
@@ -512,10 +597,16 @@ void hx_dist_backward_begin(struct hx_model *m, int layer, int mb)
             hx_dist_gather_params(m, layer - m->pf_depth);
         }
         rs_flush(m);
-    } else if (ms->sp.s > 1 && layer >= 1 && layer - 1 <= m->L - 3) {
+    } else if (ms->sp.s > 1) {
         /* the layer below's parameters, one layer ahead: the last two layers are still in
-         * their slots from the forward */
-        hx_dist_gather_params(m, layer - 1);
+         * their slots from the forward (O4; off, the backward gathers them again: the top
+         * one before the head's backward) */
+        int cache = !(m->par.no_overlap & HX_NO_OVERLAP_CACHE);
+        if (layer >= 1 && (layer - 1 <= m->L - 3 || !cache)) {
+            hx_dist_gather_params(m, layer - 1);
+        } else if (layer == -1 && !cache && m->L >= 1) {
+            hx_dist_gather_params(m, m->L - 1);
+        }
     }
     for (int u = 0; u < units(m, layer); u++) {
         int ids[HX_UNIT_MAX];
@@ -556,7 +647,9 @@ static void unit_grads_now(struct hx_model *m, int l, int u, int mb)
     int n = held_params(m, l, u, ids, full, piece, m->gfull, per_mb ? m->mbg : m->grads);
     int at = m->g->cur.layer; /* the reduce-scatter carries the layer it serves (traces) */
     m->g->cur.layer = l;
+    int first = m->g->nnodes;
     hx_reduce_scatter_packed(m->g, HX_GROUP_SHARD_P, n, piece, full, !per_mb);
+    hx_model_blocking(m, HX_NO_OVERLAP_DEFER_RS, first);
     m->g->cur.layer = at;
     for (int q = 0; q < n; q++) {
         grad_queue(m, ids[q], mb);
@@ -656,7 +749,8 @@ int hx_dist_counts_in_norm(const struct hx_model *m, int i)
     /* the last stage's copy of a tied embedding is the first stage's again */
     int first_copy = m->spec[i].site != HX_SITE_TIED || m->first_stage;
     return m->pd[i].owns_optim && first_os_group && first_copy &&
-           (m->pd[i].tp_dim >= 0 || ms->tp_rank == 0);
+           (m->pd[i].tp_dim >= 0 || ms->tpx_rank == 0) &&
+           (m->pd[i].y_dim >= 0 || ms->tpy_rank == 0);
 }
 
 void hx_dist_norm_reduce(struct hx_model *m)

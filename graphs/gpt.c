@@ -117,17 +117,17 @@ void hx_gpt_emit_loss(struct hx_gpt *m, hx_tensor_t targets, int grad)
     hx_graph_t g = m->base.g;
     /* scale 1/(M*B*T) over the whole global batch: accumulated gradients are its mean */
     float scale = 1.0f / ((float)c->num_micro_batches * (float)m->N);
-    if (m->base.mesh.tp == 1) {
+    if (m->base.mesh.tpx == 1) {
         if (grad) {
             hx_xent_fused(g, m->losses, m->xent_lse, m->logits, targets, scale);
         } else {
             hx_xent_fwd(g, m->losses, m->xent_lse, m->logits, targets);
         }
     } else {
-        int v0 = m->base.mesh.tp_rank * m->V;
+        int v0 = m->base.mesh.tpx_rank * m->V;
         hx_xent_vp_stats(g, m->xent_stats, m->logits, targets, v0);
         hx_allgather_tiles(g, hx_model_tp_channel(&m->base), m->xent_all, m->xent_stats);
-        hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->base.mesh.tp,
+        hx_xent_vp(g, m->losses, m->xent_lse, m->logits, targets, m->xent_all, v0, m->base.mesh.tpx,
                    grad, scale);
     }
     hx_reduce(g, m->base.loss_sum, m->losses, 0);
@@ -152,17 +152,17 @@ void hx_gpt_forward_begin(struct hx_gpt *m, int mb, int c)
     const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->base.pfull;
-    int tp0 = m->base.mesh.tp_rank == 0, a = m->base.cv[c], lo = m->base.clo[c];
+    int tp0 = m->base.mesh.tpx_rank == 0, a = m->base.cv[c], lo = m->base.clo[c];
     hx_gpt_take_layer(m, mb, lo);
     hx_gpt_use_mb(m, mb);
     hx_tensor_t x = c == 0 ? m->emb : m->in2;
     if (a == 0) { /* the schedule pass gathered the embedding's parameters */
         hx_tensor_t wpe = hx_gpt_pt(P, m->p_wpe); /* none with rotary positions */
-        if (m->base.mesh.tp == 1 && wpe != NULL) {
+        if (m->base.mesh.tpx == 1 && wpe != NULL) {
             hx_embed_fwd(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len);
         } else { /* each tp rank looks up its vocabulary rows; tp rank 0 adds the positions */
             hx_embed_fwd_vp(g, m->emb_part, m->tokens[mb], P[m->p_wte], wpe, cf->seq_len,
-                            m->base.mesh.tp_rank * m->V, cf->vocab_size, tp0 && wpe != NULL);
+                            m->base.mesh.tpx_rank * m->V, cf->vocab_size, tp0 && wpe != NULL);
         }
         hx_model_tp_reduce(&m->base, m->emb, m->emb_part);
     } else { /* the previous virtual stage's output, tile by tile (sequence shards under SP) */
@@ -180,17 +180,19 @@ void hx_gpt_layer_to_gelu(struct hx_gpt *m, int l, hx_tensor_t x)
 {
     hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->base.pfull;
-    int tp0 = m->base.mesh.tp_rank == 0;
+    int row_bias = hx_model_tp_adds_bias(&m->base, HX_TP_ROW);
+    int col_bias = hx_model_tp_adds_bias(&m->base, HX_TP_COLUMN);
     struct gpt_layer_acts *al = &m->layers[l];
     hx_tensor_t ln1 = hx_model_tp_gather(&m->base, al->ln1g, al->ln1);
     hx_linear_fwd(g, al->qkv, ln1, P[hx_gpt_pi(m, l, P_QKV_W)],
-                  hx_gpt_pt(P, hx_gpt_pi(m, l, P_QKV_B)));
+                  col_bias ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_QKV_B)) : NULL);
+    hx_model_tp_reduce_y(&m->base, al->qkv); /* the grid's normal layer: partial over Y */
     hx_gpt_rope_fwd(m, al->qkv);
     hx_gpt_attention_fwd(m, al->atty, al->att_lse, al->qkv);
     /* row-parallel: partial sums over tp, the bias added once */
     hx_model_tp_partial(&m->base);
     hx_linear_fwd(g, m->branch_out, al->atty, P[hx_gpt_pi(m, l, P_PROJ_W)],
-                  tp0 ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_PROJ_B)) : NULL);
+                  row_bias ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_PROJ_B)) : NULL);
     hx_model_tp_reduce(&m->base, m->branch_s, m->branch_out);
     /* x1 = x + attention branch, and LN2(x1), in one pass */
     hx_gpt_add_norm_fwd(m, al->res_mid, al->ln2, al->ln2_mean, al->ln2_rstd, x, m->branch_s,
@@ -204,7 +206,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     const struct hx_gpt_config *cf = &m->cfg;
     hx_graph_t g = m->base.g;
     hx_tensor_t *P = m->base.pfull;
-    int tp0 = m->base.mesh.tp_rank == 0;
+    int row_bias = hx_model_tp_adds_bias(&m->base, HX_TP_ROW);
     int lo = m->base.clo[c], hi = m->base.chi[c], last = l + 1 == cf->num_layers;
     if (l + 1 < hi) { /* this layer's last op writes the next one's LayerNorm */
         hx_gpt_take_layer(m, mb, l + 1);
@@ -216,7 +218,7 @@ void hx_gpt_forward_layer(struct hx_gpt *m, int mb, int c, int l)
     hx_gpt_layer_to_gelu(m, l, x);
     hx_model_tp_partial(&m->base);
     hx_linear_fwd(g, m->branch_out, al->fch_gelu, P[hx_gpt_pi(m, l, P_FCPROJ_W)],
-                  tp0 ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_FCPROJ_B)) : NULL);
+                  row_bias ? hx_gpt_pt(P, hx_gpt_pi(m, l, P_FCPROJ_B)) : NULL);
     hx_model_tp_reduce(&m->base, m->branch_s, m->branch_out);
     /* the block's output x1 + MLP branch, fused with the LayerNorm that reads it next: the
      * next block's LN1, or the final LN; at the end of a chunk that is not the model's last
@@ -247,6 +249,7 @@ void hx_gpt_forward_end(struct hx_gpt *m, int mb, int c)
     hx_tensor_t lnf = hx_model_tp_gather(&m->base, m->lnfg, m->lnf);
     /* the output layer (the tied wte, or its own): a vocabulary shard */
     hx_linear_fwd(g, m->logits, lnf, m->base.pfull[m->p_head >= 0 ? m->p_head : m->p_wte], NULL);
+    hx_model_tp_reduce_y(&m->base, m->logits); /* a normal layer of the grid */
 }
 
 /* What the mesh asks of the model, checked again here because a mesh can be built without
@@ -255,6 +258,7 @@ static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms, i
 {
     struct hx_mesh_request r = {
         .world_size = ms->world_size, .world_rank = ms->world_rank, .tp = ms->tp, .pp = ms->pp,
+        .tp_grid = { ms->tp_grid ? ms->tpx : 0, ms->tpy, ms->tpz },
         .ranks_per_node = ms->ranks_per_node, .sequence_parallel = ms->sequence_parallel,
         .shard_p = ms->sp.s, .shard_g = ms->sg.s, .shard_os = ms->sos.s,
         .num_heads = c->num_heads, .hidden_size = c->hidden_size, .vocab_size = c->vocab_size,
@@ -266,10 +270,11 @@ static int check_mesh(const struct hx_gpt_config *c, const struct hx_mesh *ms, i
     int nvs = hx_pipeline_virtual_stages(sched, ms->pp);
     int G = c->num_query_groups ? c->num_query_groups : c->num_heads;
     int F = c->ffn_hidden_size ? c->ffn_hidden_size : 4 * c->hidden_size;
-    if (ret == HX_OK && (G % ms->tp != 0 || F % ms->tp != 0)) {
-        ret = HX_ERR(HX_EINVAL, "--tensor-model-parallel-size %d splits the %d key/value heads "
-                     "(--num-query-groups) and the MLP's %d channels (--ffn-hidden-size); "
-                     "choose a tp that divides both", ms->tp, G, F);
+    if (ret == HX_OK && (G % ms->tpx != 0 || F % ms->tpx != 0)) {
+        ret = HX_ERR(HX_EINVAL, "%s %d splits the %d key/value heads (--num-query-groups) and "
+                     "the MLP's %d channels (--ffn-hidden-size); choose a %s that divides both",
+                     ms->tp_grid ? "--tp-grid's Gx" : "--tensor-model-parallel-size", ms->tpx,
+                     G, F, ms->tp_grid ? "Gx" : "tp");
     }
     if (ret == HX_OK && sched == HX_PIPE_FOLD && c->num_layers % nvs != 0) {
         ret = HX_ERR(HX_EINVAL, "--pipeline-fold cuts --num-layers %d into 2 x %d = %d equal "
@@ -382,7 +387,7 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     const struct hx_gpt_config *mc = &m->cfg;
     int F = mc->ffn_hidden_size ? mc->ffn_hidden_size : 4 * mc->hidden_size;
     int G = mc->num_query_groups ? mc->num_query_groups : mc->num_heads;
-    int tp = m->base.mesh.tp, hs = mc->hidden_size / mc->num_heads;
+    int tp = m->base.mesh.tpx, hs = mc->hidden_size / mc->num_heads;
     m->rope_base = mc->rotary_base != 0 ? mc->rotary_base : 10000.0f;
     m->heads = mc->num_heads / tp;
     m->kv_heads = G / tp;
@@ -392,7 +397,8 @@ int hx_gpt_build_parallel(hx_gpt_t *out, const struct hx_gpt_config *cfg,
     m->N = cfg->seq_len * cfg->micro_batch_size;
     m->Ns = m->base.mesh.sequence_parallel ? m->N / m->base.mesh.tp : m->N;
     m->base.loss_count = (double)m->N * cfg->num_micro_batches;
-    m->V = cfg->vocab_size / m->base.mesh.tp;
+    m->V = cfg->vocab_size / m->base.mesh.tpx;
+    m->Cy = mc->hidden_size / m->base.mesh.tpy;
     int s = m->base.mesh.pp_rank, p = m->base.mesh.pp, sched = m->base.par.pipeline_schedule;
     /* micro-batches in flight, each with its slot (1F1B: p - s); interleaving strands lets
      * one more micro-batch start before another ends */

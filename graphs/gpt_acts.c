@@ -82,7 +82,7 @@ static const char *nth_name(char *buf, size_t len, const char *name, int k)
 static int set_new(struct hx_gpt *m, int l)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int C = c->hidden_size, tp = m->base.mesh.tp, Cl = C / tp, k = m->named[l]++;
+    int C = m->Cy, Cl = c->hidden_size / m->base.mesh.tpx, k = m->named[l]++;
     if (m->nsets == m->cap_sets) {
         m->cap_sets = m->cap_sets ? 2 * m->cap_sets : 16;
         m->sets = realloc(m->sets, sizeof *m->sets * (size_t)m->cap_sets);
@@ -147,7 +147,7 @@ static void make_slot(struct hx_gpt *m, int k)
 {
     const struct hx_gpt_config *c = &m->cfg;
     struct gpt_slot *S = &m->slots[k];
-    int C = c->hidden_size;
+    int C = m->Cy;
     char b[HX_NAME_MAX];
 #define NAME(what) nth_name(b, sizeof b, what, k)
     S->emb = hx_gpt_actf_s(m, C, NAME(m->base.first_stage ? "emb" : "stage_in"), 0);
@@ -202,7 +202,7 @@ void hx_gpt_use_mb(struct hx_gpt *m, int mb)
 void hx_gpt_make_activations(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int C = c->hidden_size, L = c->num_layers, tp = m->base.mesh.tp, Cl = C / tp;
+    int C = m->Cy, L = c->num_layers, tp = m->base.mesh.tpx, Cl = c->hidden_size / tp;
     m->tokens = calloc((size_t)m->base.Ml, sizeof(hx_tensor_t));
     m->targets = calloc((size_t)m->base.Ml, sizeof(hx_tensor_t));
     m->slots = calloc((size_t)m->nslots, sizeof(struct gpt_slot));

@@ -8,7 +8,8 @@
  * cross-entropy, so accumulated gradients equal the whole batch's mean.
  * Under tensor parallelism the column-parallel GEMMs' input gradients are partial sums over
  * tp (reduced by hx_model_tp_reduce) and the row-parallel ones read the whole output gradient
- * (gathered from sequence shards by hx_model_tp_gather under SP); graphs/dist.c's hooks
+ * (gathered from sequence shards by hx_model_tp_gather under SP); under --tp-grid the
+ * row-parallel ones' input gradients are partial over Y (hx_model_tp_reduce_y); graphs/dist.c's hooks
  * frame every layer (gathers of sharded parameters, zeroed per-micro-batch gradient
  * buffers) and follow every weight gradient (done(): its reduce-scatter, and its place in
  * the next all-reduce bucket, so buckets fill in the order gradients complete). */
@@ -61,6 +62,7 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_tensor_t dyg = hx_model_tp_gather(&m->base, m->dy_full, dy);
     hx_linear_bwd_data(g, t->dfch_gelu, dyg, P[hx_gpt_pi(m, l, P_FCPROJ_W)]);
+    hx_model_tp_reduce_y(&m->base, t->dfch_gelu); /* the grid's transposed layer */
     linear_bwd_weight(m, l, P_FCPROJ_W, P_FCPROJ_B, dyg, a->fch_gelu, mb);
     hx_gpt_mlp_act_bwd(m, t->dfch, a->fch, t->dfch_gelu);
     /* column-parallel fc: its input gradient is a partial sum over tp */
@@ -75,6 +77,7 @@ static void layer_backward(struct hx_gpt *m, int l, int mb, hx_tensor_t dy, hx_t
     g->cur.phase = HX_PHASE_BACKWARD_DATA;
     hx_tensor_t dmid = hx_model_tp_gather(&m->base, m->dmid_full, a->dres_mid);
     hx_linear_bwd_data(g, t->datty, dmid, P[hx_gpt_pi(m, l, P_PROJ_W)]);
+    hx_model_tp_reduce_y(&m->base, t->datty);
     linear_bwd_weight(m, l, P_PROJ_W, P_PROJ_B, dmid, a->atty, mb);
     hx_gpt_attention_bwd(m, t->dqkv, a->qkv, a->atty, t->datty, a->att_lse);
     hx_model_tp_partial(&m->base);
@@ -141,11 +144,11 @@ void hx_gpt_backward_end(struct hx_gpt *m, int mb, int c)
     g->cur.phase = HX_PHASE_BACKWARD_WEIGHT;
     hx_tensor_t demb = hx_model_tp_gather(&m->base, m->dy_full, m->dres[0]);
     hx_tensor_t dwpe = hx_gpt_pt(G, m->p_wpe); /* none with rotary positions */
-    if (m->base.mesh.tp == 1 && dwpe != NULL) {
+    if (m->base.mesh.tpx == 1 && dwpe != NULL) {
         hx_embed_bwd(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len);
     } else {
         hx_embed_bwd_vp(g, G[m->p_wte], dwpe, demb, m->tokens[mb], cf->seq_len,
-                        m->base.mesh.tp_rank * m->V, cf->vocab_size);
+                        m->base.mesh.tpx_rank * m->V, cf->vocab_size);
     }
     done(m, m->p_wte, m->p_wpe, mb);
 }

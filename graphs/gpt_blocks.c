@@ -15,12 +15,19 @@ static int rms(const struct hx_gpt *m)
     return m->cfg.normalization == HX_NORM_RMSNORM;
 }
 
+/* Under --tp-grid with Gy > 1 the hidden size is split over Y: the *_split builders
+ * all-reduce each row's statistics over Y (hx_model_norm_split; NULL otherwise). */
 void hx_gpt_norm_fwd(struct hx_gpt *m, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
                      hx_tensor_t x, int wi, int bi)
 {
     hx_tensor_t *P = m->base.pfull;
-    if (rms(m)) {
+    const struct hx_norm_split *sp = hx_model_norm_split(&m->base, x);
+    if (rms(m) && sp != NULL) {
+        hx_rmsnorm_fwd_split(m->base.g, out, rstd, x, P[wi], m->cfg.ln_eps, sp);
+    } else if (rms(m)) {
         hx_rmsnorm_fwd(m->base.g, out, rstd, x, P[wi], m->cfg.ln_eps);
+    } else if (sp != NULL) {
+        hx_layernorm_fwd_split(m->base.g, out, mean, rstd, x, P[wi], P[bi], m->cfg.ln_eps, sp);
     } else {
         hx_layernorm_fwd(m->base.g, out, mean, rstd, x, P[wi], P[bi], m->cfg.ln_eps);
     }
@@ -30,7 +37,10 @@ void hx_gpt_add_norm_fwd(struct hx_gpt *m, hx_tensor_t sum, hx_tensor_t out, hx_
                          hx_tensor_t rstd, hx_tensor_t a, hx_tensor_t b, int wi, int bi)
 {
     hx_tensor_t *P = m->base.pfull;
-    if (rms(m)) {
+    if (m->base.mesh.tpy > 1) { /* the sum, then the split norm (statistics over Y) */
+        hx_add(m->base.g, sum, a, b);
+        hx_gpt_norm_fwd(m, out, mean, rstd, sum, wi, bi);
+    } else if (rms(m)) {
         hx_add_rmsnorm_fwd(m->base.g, sum, out, rstd, a, b, P[wi], m->cfg.ln_eps);
     } else {
         hx_add_layernorm_fwd(m->base.g, sum, out, mean, rstd, a, b, P[wi], P[bi], m->cfg.ln_eps);
@@ -40,10 +50,16 @@ void hx_gpt_add_norm_fwd(struct hx_gpt *m, hx_tensor_t sum, hx_tensor_t out, hx_
 void hx_gpt_norm_bwd_data(struct hx_gpt *m, hx_tensor_t dinp, hx_tensor_t dout, hx_tensor_t inp,
                           hx_tensor_t mean, hx_tensor_t rstd, hx_tensor_t resid, int wi)
 {
-    if (rms(m)) {
-        hx_rmsnorm_bwd_data(m->base.g, dinp, dout, inp, m->base.pfull[wi], rstd, resid);
+    hx_tensor_t w = m->base.pfull[wi];
+    const struct hx_norm_split *sp = hx_model_norm_split(&m->base, inp);
+    if (rms(m) && sp != NULL) {
+        hx_rmsnorm_bwd_data_split(m->base.g, dinp, dout, inp, w, rstd, resid, sp);
+    } else if (rms(m)) {
+        hx_rmsnorm_bwd_data(m->base.g, dinp, dout, inp, w, rstd, resid);
+    } else if (sp != NULL) {
+        hx_layernorm_bwd_data_split(m->base.g, dinp, dout, inp, w, mean, rstd, resid, sp);
     } else {
-        hx_layernorm_bwd_data(m->base.g, dinp, dout, inp, m->base.pfull[wi], mean, rstd, resid);
+        hx_layernorm_bwd_data(m->base.g, dinp, dout, inp, w, mean, rstd, resid);
     }
 }
 
@@ -99,7 +115,11 @@ void hx_gpt_mlp_in_fwd(struct hx_gpt *m, int l, hx_tensor_t fch, hx_tensor_t act
 {
     hx_tensor_t *P = m->base.pfull;
     hx_tensor_t w = P[hx_gpt_pi(m, l, P_FC_W)], b = hx_gpt_pt(P, hx_gpt_pi(m, l, P_FC_B));
-    if (m->cfg.swiglu) {
+    if (m->base.mesh.tpy > 1) { /* fc's output is partial over Y: summed before the act */
+        hx_linear_fwd(m->base.g, fch, x, w, hx_model_tp_adds_bias(&m->base, HX_TP_COLUMN) ? b : NULL);
+        hx_model_tp_reduce_y(&m->base, fch);
+        hx_gpt_mlp_act_fwd(m, act, fch);
+    } else if (m->cfg.swiglu) {
         hx_linear_fwd(m->base.g, fch, x, w, b);
         hx_swiglu_fwd(m->base.g, act, fch);
     } else {

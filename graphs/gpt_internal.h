@@ -70,7 +70,9 @@ struct hx_gpt {
     struct hx_optim_config opt;
     int N;                               /* rows per micro-batch = B*T */
     int Ns;                              /* rows of a sequence shard: N/tp with SP, else N */
-    int V;                               /* this rank's vocabulary shard: V/tp */
+    int V;                               /* this rank's vocabulary shard: V/tp (the grid's Gx) */
+    int Cy;                              /* this rank's columns of the residual stream: C, or
+                                          * C/Gy under --tp-grid */
     int nslots;                          /* micro-batches in flight */
     struct gpt_slot *slots;
     /* the pool of layer sets: set_of[mb * L + l] is the set micro-batch mb's layer l uses

@@ -33,7 +33,7 @@
 void hx_gpt_recompute_tensors(struct hx_gpt *m)
 {
     const struct hx_gpt_config *c = &m->cfg;
-    int L = c->num_layers, tp = m->base.mesh.tp, Cl = c->hidden_size / tp;
+    int L = c->num_layers, tp = m->base.mesh.tpx, Cl = c->hidden_size / tp;
     if (m->recompute == HX_RECOMPUTE_SELECTIVE) {
         for (int p = 0; p < 2; p++) {
             m->rc[p].atty = hx_gpt_actf(m, Cl, "rc%d.atty", p);
@@ -65,7 +65,7 @@ void hx_gpt_take_keep(struct hx_gpt *m, int mb, int l)
         m->free_keeps = realloc(m->free_keeps, sizeof(int) * (size_t)m->cap_keeps);
         HX_ASSERT(m->keeps && m->free_keeps, "out of memory");
     }
-    m->keeps[m->nkeeps] = hx_gpt_actf_s(m, m->cfg.hidden_size, "keep%d.out", m->named_keeps++);
+    m->keeps[m->nkeeps] = hx_gpt_actf_s(m, m->Cy, "keep%d.out", m->named_keeps++);
     *q = m->nkeeps++;
 }
 

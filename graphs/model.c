@@ -173,8 +173,40 @@ void hx_model_emit(struct hx_model *m, const struct hx_optim_config *o)
     m->eval_begin = m->g->nnodes;
 }
 
+void hx_model_blocking(struct hx_model *m, unsigned bit, int first)
+{
+    if (!(m->par.no_overlap & bit) || m->g->nnodes == first) {
+        return;
+    }
+    if (m->nblocking == m->cap_blocking) {
+        m->cap_blocking = m->cap_blocking ? 2 * m->cap_blocking : 64;
+        m->blocking = realloc(m->blocking, sizeof *m->blocking * (size_t)m->cap_blocking);
+        HX_ASSERT(m->blocking != NULL, "out of memory");
+    }
+    m->blocking[m->nblocking][0] = first;
+    m->blocking[m->nblocking++][1] = m->g->nnodes;
+}
+
+/* A blocking collective [first, last) holds back every node emitted after it up to the end
+ * of the next blocking one (which then holds back the rest: the chain makes it all), within
+ * the step (never the evaluation tail).  Edges go in (to, from) order, so each appends. */
+static void blocking_edges(struct hx_model *m)
+{
+    for (int k = 0; k < m->nblocking; k++) {
+        int first = m->blocking[k][0], last = m->blocking[k][1];
+        int end = k + 1 < m->nblocking ? m->blocking[k + 1][1] : m->eval_begin;
+        for (int to = last; to < end; to++) {
+            for (int from = first; from < last; from++) {
+                int ret = hx_graph_control(m->g, from, to);
+                HX_ASSERT(ret == HX_OK, "blocking edge %d -> %d", from, to);
+            }
+        }
+    }
+}
+
 void hx_model_finish(struct hx_model *m)
 {
+    blocking_edges(m); /* before the priorities, which read every edge */
     /* critical path first: a priority policy (hx-prio, prio) then starts the long chains
      * (the backward's data path) before work that can wait (weight gradients); collectives
      * go before everything, so a ready one is posted at once and its transfer overlaps */
@@ -207,6 +239,7 @@ void hx_model_release(struct hx_model *m)
     free(m->adam_m);
     free(m->adam_v);
     hx_dist_free(m);
+    free(m->blocking);
     free(m->spec);
     free(m->item_first);
 }
@@ -272,7 +305,14 @@ int hx_model_create(hx_model_t *out, const struct hx_model_desc *d,
                       "to the tp ranks, which only helix's GPT lays out; drop it for your "
                       "own model");
     }
-    int tp = par != NULL && par->mesh != NULL ? par->mesh->tp : 1;
+    int tp = par != NULL && par->mesh != NULL ? par->mesh->tpx : 1;
+    if (par != NULL && par->mesh != NULL && par->mesh->tpy > 1) {
+        return HX_ERR(HX_EUNSUPPORTED, "--tp-grid %dx%dx%d: Gy > 1 splits the hidden size, so "
+                      "a model's norms and biases must follow it (hx_model_norm_split, "
+                      "hx_model_tp_adds_bias, hx_model_tp_reduce_y), which only helix's GPT "
+                      "and Llama do yet; use a grid Gx x 1 x Gz for your own model",
+                      par->mesh->tpx, par->mesh->tpy, par->mesh->tpz);
+    }
     for (int i = 0; i < d->nparams; i++) {
         int ret = check_spec(&d->params[i], i, d->num_layers, tp), l = d->params[i].layer, n = 0;
         for (int k = 0; ret == HX_OK && k < d->nparams; k++) { /* one packed message each */

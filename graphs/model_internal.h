@@ -12,12 +12,14 @@
 #define HX_MODEL_INTERNAL_H
 
 #include "helix/graph.h"
+#include "helix/layers.h"
 #include "helix/mesh.h"
 #include "helix/model.h"
 #include "helix/pipeline.h"
 
 /* parameters of one sharding unit (one packed message), and of one layer */
 #define HX_UNIT_MAX 32
+#define HX_NORM_SPLIT_MAX 4
 
 /* The emitters (struct hx_model_ops) and what they may call are public: helix/model.h.  The
  * schedule pass calls them in its order and does around each what every model needs (the
@@ -31,7 +33,9 @@
  * gradients and Adam states of the piece belong to one member of the G / OS group. */
 struct hx_param_dist {
     int rows, cols;          /* serial shape */
-    int tp_dim;              /* -1 replicated over tp, 0 rows split, 1 columns split */
+    int tp_dim;              /* -1 replicated over tp (the grid's X), 0 rows split, 1 columns
+                              * split */
+    int y_dim;               /* the grid's Y (the hidden size): -1 replicated, 0 or 1 as tp_dim */
     int nblocks;             /* blocks along tp_dim, each split separately (3 for q|k|v) */
     int block[HX_PARAM_MAX_BLOCKS]; /* their serial sizes, summing to the dimension */
     int lrows, lcols;        /* tp-local shape */
@@ -99,6 +103,13 @@ struct hx_model {
     struct hx_param_spec *spec;          /* [nparams], the model's; the model frees it */
     struct hx_param_dist *pd;            /* [nparams] */
     int units;                           /* sharding units of a layer (spec[].unit < units) */
+    /* --tp-grid with Gy > 1: the norms' row statistics over Y (hx_model_norm_split) */
+    struct hx_norm_split norm_split[HX_NORM_SPLIT_MAX];
+    int nnorm_split;
+    /* par.no_overlap: the node ranges [first, last) of blocking collectives, in emission
+     * order; hx_model_finish makes every later node wait for them (hx_model_blocking) */
+    int (*blocking)[2];
+    int nblocking, cap_blocking;
     int layer_params_max;                /* parameters of the largest layer */
     hx_tensor_t *params, *grads, *adam_m, *adam_v; /* the model's; the model frees them */
     hx_tensor_t *pfull, *gfull, *mbg, *gfinal;
@@ -161,6 +172,10 @@ void hx_schedule_priorities(struct hx_model *m);
  * emitters call at fixed points; each is a no-op on the serial mesh. */
 /* the dimension tp cuts of a parameter (0 rows, 1 columns, -1 none) */
 int hx_dist_tp_dim(const struct hx_param_spec *s);
+int hx_dist_y_dim(const struct hx_param_spec *s);
+/* The nodes emitted since @p first are a collective that par.no_overlap bit @p bit makes
+ * blocking (nothing when the bit is clear or nothing was emitted) */
+void hx_model_blocking(struct hx_model *m, unsigned bit, int first);
 void hx_dist_layout(struct hx_model *m);         /* pd[], units, ownership (before the model
                                                   * makes params, grads, adam_m, adam_v) */
 void hx_dist_prefetch_depth(struct hx_model *m); /* pf_depth, nps (before hx_dist_tensors) */

@@ -36,15 +36,25 @@ static int tp_index(const struct hx_param_dist *d, int tp, int t, int r)
     return -1;
 }
 
-/* Copy between the serial (rows, cols) tensor and tp rank @p t's part (tp_index).
- * to_local: full -> local, else local -> full. */
-static void tp_copy(const struct hx_param_dist *d, int tp, int t, float *full, float *local,
-                    int to_local)
+/* The serial index along a dimension of local index @p r: X's cut (tp_index) or Y's (one
+ * block, rank y's part at y * extent) or none. */
+static int grid_index(const struct hx_param_dist *d, const struct hx_mesh *ms, int x, int y,
+                      int dim, int r)
 {
+    int ext = dim == 0 ? d->lrows : d->lcols;
+    return d->tp_dim == dim ? tp_index(d, ms->tpx, x, r) : d->y_dim == dim ? y * ext + r : r;
+}
+
+/* Copy between the serial (rows, cols) tensor and the part of tp rank @p t (grid x, y:
+ * t = y Gx + x).  to_local: full -> local, else local -> full. */
+static void tp_copy(const struct hx_param_dist *d, const struct hx_mesh *ms, int t,
+                    float *full, float *local, int to_local)
+{
+    int x = t % ms->tpx, y = t / ms->tpx;
     for (int r = 0; r < d->lrows; r++) {
-        int fr = d->tp_dim == 0 ? tp_index(d, tp, t, r) : r;
+        int fr = grid_index(d, ms, x, y, 0, r);
         for (int c = 0; c < d->lcols; c++) {
-            int fc = d->tp_dim == 1 ? tp_index(d, tp, t, c) : c;
+            int fc = grid_index(d, ms, x, y, 1, c);
             float *f = full + (size_t)fr * d->cols + fc, *l = local + (size_t)r * d->lcols + c;
             if (to_local) {
                 *l = *f;
@@ -73,7 +83,7 @@ int hx_model_scatter_state(struct hx_model *m, int i, enum hx_state_kind k, cons
         return HX_ERR(HX_ENOMEM, "%zu bytes for parameter %s", sizeof(float) *
                       (size_t)d->lrows * d->lcols, d->name);
     }
-    tp_copy(d, m->mesh.tp, m->mesh.tp_rank, (float *)src, local, 1);
+    tp_copy(d, &m->mesh, m->mesh.tp_rank, (float *)src, local, 1);
     int ret = hx_tensor_write(t, local + d->piece_off);
     free(local);
     return ret;
@@ -124,7 +134,7 @@ static int gather_in_stage(struct hx_model *m, int i, enum hx_state_kind k, floa
     } else if (ret == HX_OK) {
         memcpy(mine, piece, sizeof(float) * (size_t)n);
     }
-    if (ret == HX_OK && d->tp_dim < 0) {
+    if (ret == HX_OK && d->tp_dim < 0 && d->y_dim < 0) {
         memcpy(dst, mine, sizeof(float) * (size_t)n);
     } else if (ret == HX_OK) { /* every tp rank's part into the serial layout */
         for (int j = 0; j < tp; j++) {
@@ -139,7 +149,7 @@ static int gather_in_stage(struct hx_model *m, int i, enum hx_state_kind k, floa
         }
         free(sendbuf);
         for (int j = 0; ret == HX_OK && j < tp; j++) {
-            tp_copy(d, tp, j, dst, local + (size_t)n * j, 0);
+            tp_copy(d, ms, j, dst, local + (size_t)n * j, 0);
         }
     }
     free(piece);

@@ -19,7 +19,8 @@ static const char *const group_names[HX_GROUP_COUNT] = {
     [HX_GROUP_PP] = "pp", [HX_GROUP_SHARD_P] = "shard_p", [HX_GROUP_REPLICA] = "replica",
     [HX_GROUP_SHARD_G] = "shard_g", [HX_GROUP_SHARD_OS] = "shard_os",
     [HX_GROUP_PP_BWD] = "pp_bwd", [HX_GROUP_EMBED] = "embed", [HX_GROUP_FOLD_F] = "fold_f",
-    [HX_GROUP_FOLD_B] = "fold_b", [HX_GROUP_TP_BETA] = "tp_beta",
+    [HX_GROUP_FOLD_B] = "fold_b", [HX_GROUP_TP_BETA] = "tp_beta", [HX_GROUP_TP_X] = "tp_x",
+    [HX_GROUP_TP_Y] = "tp_y",
 };
 
 const char *hx_group_name(enum hx_group_kind k)
@@ -68,6 +69,10 @@ static void build_groups(struct hx_mesh *m)
     set_group(m, HX_GROUP_FOLD_F, d * tp + m->tp_rank, dp * tp, m->pp);
     set_group(m, HX_GROUP_FOLD_B, d * tp + m->tp_rank, dp * tp, m->pp);
     set_group(m, HX_GROUP_TP_BETA, (m->pp_rank * dp + d) * tp, 1, tp);
+    /* the grid inside the tp group: X consecutive, Y strided by Gx */
+    int tp0 = (m->pp_rank * dp + d) * tp;
+    set_group(m, HX_GROUP_TP_X, tp0 + m->tpy_rank * m->tpx, 1, m->tpx);
+    set_group(m, HX_GROUP_TP_Y, tp0 + m->tpx_rank, m->tpx, m->tpy);
     int ends = m->pp > 1 && (m->pp_rank == 0 || m->pp_rank == m->pp - 1);
     set_group(m, HX_GROUP_EMBED, ends ? d * tp + m->tp_rank : m->world_rank,
               ends ? (m->pp - 1) * dp * tp : 1, ends ? 2 : 1);
@@ -120,12 +125,20 @@ static int split_factor(const struct hx_mesh *m, const char *flag, int s, int wa
 
 static int check_model(const struct hx_mesh *m, const struct hx_mesh_request *r, int quiet)
 {
-    struct { const char *what; int v; } div[] = {
-        { "--num-attention-heads", r->num_heads }, { "--hidden-size", r->hidden_size },
-        { "--vocab-size", r->vocab_size },
+    /* Megatron's tp (the grid's X) cuts heads and vocabulary, and the hidden size with
+     * them; the grid's Y cuts the hidden size alone */
+    struct { const char *what; int v, by; } div[] = {
+        { "--num-attention-heads", r->num_heads, m->tpx },
+        { "--hidden-size", r->hidden_size, m->tpy > 1 ? m->tpy : m->tpx },
+        { "--vocab-size", r->vocab_size, m->tpx },
     };
     for (size_t i = 0; i < sizeof div / sizeof div[0]; i++) {
-        if (div[i].v > 0 && div[i].v % m->tp != 0) {
+        if (div[i].v > 0 && div[i].v % div[i].by != 0 && m->tp_grid) {
+            return MESH_ERR("--tp-grid %dx%dx%d: its %s %d splits %s %d evenly; choose a grid "
+                            "whose %s divides %d", m->tpx, m->tpy, m->tpz, i == 1 ? "Gy" : "Gx",
+                            div[i].by, div[i].what, div[i].v, i == 1 ? "Gy" : "Gx", div[i].v);
+        }
+        if (div[i].v > 0 && div[i].v % div[i].by != 0) {
             return MESH_ERR("--tensor-model-parallel-size %d does not divide %s %d; tensor "
                             "parallelism splits it evenly: choose a tp that divides %d",
                             m->tp, div[i].what, div[i].v, div[i].v);
@@ -177,6 +190,20 @@ static int choose_factors(struct hx_mesh *m, const struct hx_mesh_request *r, in
     if (r->mics) {
         sp = sg = sos = dp_per_node(m);
     }
+    if (m->tpz > 1) { /* AxoNN's Z shards every parameter, gradient and optimizer state */
+        int z = m->tpz;
+        if (r->shard_p > 0 && r->shard_p % z != 0) {
+            return MESH_ERR("--tp-grid's Gz %d shards the parameters over Z, so --shard-params "
+                            "%d must be a multiple of %d", z, r->shard_p, z);
+        }
+        sp = sp > z ? sp : z;
+        sg = sg > sp ? sg : sp;
+        sos = sos > sg ? sos : sg;
+        if (sp % z != 0 || sg % z != 0 || sos % z != 0) {
+            return MESH_ERR("--tp-grid's Gz %d shards over Z, so every sharding factor must "
+                            "be a multiple of %d (s_p %d, s_g %d, s_os %d)", z, z, sp, sg, sos);
+        }
+    }
     if (!(sp <= sg && sg <= sos)) {
         return MESH_ERR("sharding factors break AMSP's dependency rule s_p <= s_g <= s_os "
                         "(--shard-params %d, --shard-grads %d, --shard-optim %d): a rank must "
@@ -202,10 +229,40 @@ static int choose_factors(struct hx_mesh *m, const struct hx_mesh_request *r, in
     return ret;
 }
 
+/* --tp-grid GxxGyxGz against the other flags: the grid is the tp group (Gx Gy) and the
+ * innermost Gz of dp, sequence parallelism has no place in it (Z splits the batch) */
+static int check_grid(const struct hx_mesh_request *r, int quiet)
+{
+    const int *g = r->tp_grid;
+    if (g[0] < 1 || g[1] < 1 || g[2] < 1) {
+        return MESH_ERR("--tp-grid %dx%dx%d: each of Gx, Gy and Gz must be at least 1", g[0],
+                        g[1], g[2]);
+    }
+    if (r->tp > 1 && r->tp != g[0] * g[1]) { /* 1: the default of the flag */
+        return MESH_ERR("--tp-grid %dx%dx%d makes the tensor-parallel group Gx x Gy = %d "
+                        "ranks, but --tensor-model-parallel-size is %d; drop "
+                        "--tensor-model-parallel-size", g[0], g[1], g[2], g[0] * g[1], r->tp);
+    }
+    if (r->sequence_parallel && g[0] * g[1] > 1) {
+        return MESH_ERR("--tp-grid %dx%dx%d and --sequence-parallel: in AxoNN's grid Z splits "
+                        "the batch and the layers' activations stay whole sequences; drop "
+                        "--sequence-parallel", g[0], g[1], g[2]);
+    }
+    return HX_OK;
+}
+
 int hx_mesh_init(struct hx_mesh *m, const struct hx_mesh_request *r, int quiet)
 {
     memset(m, 0, sizeof *m);
-    int W = r->world_size, tp = r->tp > 0 ? r->tp : 1, pp = r->pp > 0 ? r->pp : 1;
+    int grid = r->tp_grid[0] > 0;
+    if (grid) {
+        int ret = check_grid(r, quiet);
+        if (ret != HX_OK) {
+            return ret;
+        }
+    }
+    int W = r->world_size, pp = r->pp > 0 ? r->pp : 1;
+    int tp = grid ? r->tp_grid[0] * r->tp_grid[1] : r->tp > 0 ? r->tp : 1;
     if (W < 1 || W > HX_MESH_MAX_RANKS || r->world_rank < 0 || r->world_rank >= W) {
         return MESH_ERR("world of %d ranks (this is rank %d): helix runs 1..%d ranks", W,
                         r->world_rank, HX_MESH_MAX_RANKS);
@@ -217,6 +274,12 @@ int hx_mesh_init(struct hx_mesh *m, const struct hx_mesh_request *r, int quiet)
                         tp * pp, tp * pp);
     }
     int dp = W / (tp * pp);
+    if (grid && dp % r->tp_grid[2] != 0) {
+        return MESH_ERR("--tp-grid %dx%dx%d needs Gx Gy Gz = %d ranks a replica (times pp %d), "
+                        "but %d ranks leave %d for Z and data parallelism; launch a multiple "
+                        "of %d ranks", r->tp_grid[0], r->tp_grid[1], r->tp_grid[2],
+                        tp * r->tp_grid[2], pp, W, dp, tp * r->tp_grid[2] * pp);
+    }
     if (r->dp > 0 && r->dp != dp) {
         return MESH_ERR("--data-parallel-size %d x tp %d x pp %d = %d ranks, but %d were "
                         "launched; launch %d ranks or drop --data-parallel-size", r->dp, tp, pp,
@@ -235,6 +298,12 @@ int hx_mesh_init(struct hx_mesh *m, const struct hx_mesh_request *r, int quiet)
     m->ranks_per_node = rpn;
     m->sequence_parallel = r->sequence_parallel && tp > 1;
     m->tp_rank = r->world_rank % tp;
+    m->tp_grid = grid;
+    m->tpx = grid ? r->tp_grid[0] : tp;
+    m->tpy = grid ? r->tp_grid[1] : 1;
+    m->tpz = grid ? r->tp_grid[2] : 1;
+    m->tpx_rank = m->tp_rank % m->tpx;
+    m->tpy_rank = m->tp_rank / m->tpx;
     m->dp_rank = (r->world_rank / tp) % dp;
     m->pp_rank = r->world_rank / (tp * dp);
     int ret = check_model(m, r, quiet);
@@ -257,9 +326,14 @@ int hx_mesh_init(struct hx_mesh *m, const struct hx_mesh_request *r, int quiet)
 
 void hx_mesh_describe(const struct hx_mesh *m, char *buf, int len)
 {
-    snprintf(buf, (size_t)len, "world %d = pp %d x dp %d x tp %d%s, %d ranks/node; sharding "
+    char grid[64] = "";
+    if (m->tp_grid) {
+        snprintf(grid, sizeof grid, " (grid %dx%dx%d, %d data)", m->tpx, m->tpy, m->tpz,
+                 m->dp / m->tpz);
+    }
+    snprintf(buf, (size_t)len, "world %d = pp %d x dp %d x tp %d%s%s, %d ranks/node; sharding "
              "s_p %d (%dx%d) s_g %d (%dx%d) s_os %d (%dx%d)", m->world_size, m->pp, m->dp,
-             m->tp, m->sequence_parallel ? " (sequence parallel)" : "", m->ranks_per_node,
+             m->tp, grid, m->sequence_parallel ? " (sequence parallel)" : "", m->ranks_per_node,
              m->sp.s, m->sp.s0, m->sp.s1, m->sg.s, m->sg.s0, m->sg.s1, m->sos.s, m->sos.s0,
              m->sos.s1);
 }

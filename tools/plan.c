@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* tools/plan.c: `helix plan`: which configuration to run on N GPUs (issue 25).  It
  * enumerates the configurations helix can run the model in:
- *   Megatron tp (inside a node, with sequence parallelism), pp plain or folded (DHelix's W),
- *   dp for the rest; AMSP's sharding (s_p, s_g, s_os) among none, ZeRO-1/2/3, MiCS (a node's
- *   dp ranks) and AMSP's mixes of a node and the whole dp group; the micro-batch size; the
- *   recomputation mode (without a pipeline, where helix has it);
+ *   Megatron tp (inside a node, with sequence parallelism) or AxoNN's 3D grid (any Gx x Gy x
+ *   Gz, no pipeline), pp plain or folded (DHelix's W), dp for the rest; AMSP's sharding (s_p, s_g, s_os): every factor set AMSP's constraints
+ *   allow, from none, ZeRO-1/2/3 and MiCS (a node's dp ranks) to partial mixes inside a node
+ *   or over whole nodes; the micro-batch size; the recomputation mode (without a pipeline,
+ *   where helix has it);
  * any of which a train flag on the command line fixes (--tensor-model-parallel-size 2 keeps
  * tp at 2).  Each is priced by tools/plan_model.c from the graph helix would build; those
  * that fit in memory are ranked by predicted step time, and the best are printed with their
@@ -164,6 +165,7 @@ static int load_bed(const struct plan_opts *o, struct plan_bed *bed)
 /* What the train flags fix: a value, or 0 (free) */
 struct fixed {
     int tp, pp, fold, mbs, zero, recompute; /* recompute: enum + 1 */
+    int grid[3];               /* --tp-grid: Gx, Gy, Gz (0: free) */
 };
 
 static int given(const struct flag_set *s, const char *name)
@@ -187,6 +189,21 @@ static int fixed_of(const struct train_args *a, const struct flag_set *s, struct
     }
     memset(x, 0, sizeof *x);
     x->tp = given(s, "tensor-model-parallel-size") ? a->tp : 0;
+    if (given(s, "tp-grid")) {
+        char end = 0;
+        int *g = x->grid;
+        if (sscanf(a->tp_grid, "%dx%dx%d%c", &g[0], &g[1], &g[2], &end) != 3 || g[0] < 1 ||
+            g[1] < 1 || g[2] < 1) {
+            fprintf(stderr, "helix plan: error: --tp-grid '%s' is not a grid; write GxxGyxGz, "
+                    "three positive counts (e.g. 2x2x1)\n", flags_esc(a->tp_grid));
+            return 2;
+        }
+        if (x->tp) {
+            fprintf(stderr, "helix plan: error: --tp-grid and --tensor-model-parallel-size "
+                    "both fix the tensor parallelism; give one\n");
+            return 2;
+        }
+    }
     x->pp = given(s, "pipeline-model-parallel-size") ? a->pp : 0;
     x->fold = given(s, "pipeline-fold") ? 1 + a->pipeline_fold : 0;
     x->mbs = given(s, "micro-batch-size") ? a->micro_batch : 0;
@@ -210,20 +227,31 @@ static int fixed_of(const struct train_args *a, const struct flag_set *s, struct
     return 0;
 }
 
-/* The AMSP factor sets worth pricing for dp ranks, k of them in a node: none, ZeRO-1/2/3,
- * MiCS (k, k, k) and AMSP's mixes of k and dp (s_p <= s_g <= s_os).  Returns how many. */
+/* The AMSP factor sets worth pricing for dp ranks, k of them in a node: AMSP's search space
+ * (papers.md 4.6, constraints 3-7): every factor is a divisor of k (inside one node) or k
+ * times a divisor of dp / k (whole nodes: a node is filled first), s_p | s_g | s_os, and s_g
+ * is s_p or s_os.  That is none, ZeRO-1/2/3, MiCS (k, k, k) and every partial mix, such as
+ * AMSP's (4, 4, 8) and (8, 8, 32) on nodes of 8.  Every factor divides dp (at most 240
+ * divisors for dp <= 2^20), so @p f needs room for SHARDING_VALUES^2 sets; returns how
+ * many. */
+#define SHARDING_VALUES 256
 static int shardings(int dp, int k, int (*f)[3])
 {
-    int vals[3] = { 1, k, dp }, n = 0;
-    for (int a = 0; a < 3; a++) {
-        for (int b = a; b < 3; b++) {
-            for (int c = b; c < 3; c++) {
-                int t[3] = { vals[a], vals[b], vals[c] }, dup = 0;
-                for (int q = 0; q < n; q++) {
-                    dup |= f[q][0] == t[0] && f[q][1] == t[1] && f[q][2] == t[2];
-                }
-                if (!dup) {
-                    memcpy(f[n++], t, sizeof t);
+    int v[SHARDING_VALUES], nv = 0, n = 0;
+    for (int d = 1; d <= k && nv < SHARDING_VALUES; d++) { /* inside a node */
+        v[nv] = d;
+        nv += k % d == 0 && dp % d == 0;
+    }
+    for (int d = 2; k > 0 && d <= dp / k && nv < SHARDING_VALUES; d++) { /* whole nodes */
+        v[nv] = k * d;
+        nv += dp % (k * d) == 0;
+    }
+    for (int a = 0; a < nv; a++) { /* in (s_p, s_g, s_os) order */
+        for (int b = a; b < nv; b++) {
+            for (int c = b; c < nv; c++) {
+                if (v[b] % v[a] == 0 && v[c] % v[b] == 0 && (b == a || b == c)) {
+                    f[n][0] = v[a], f[n][1] = v[b], f[n][2] = v[c];
+                    n++;
                 }
             }
         }
@@ -296,7 +324,10 @@ static int choice_words(const struct row *r, const struct plan_bed *bed, int nre
 #define WORD(w) (words[n++] = (w))
 #define NUM(v) (snprintf(num[k], 16, "%d", (v)), words[n++] = num[k++])
     /* a choice the user fixed is in their flags already */
-    if (c->tp > 1 && !in_rest("--tensor-model-parallel-size", nrest, rest)) {
+    if (c->gz > 0 && !in_rest("--tp-grid", nrest, rest)) {
+        snprintf(num[k], 16, "%dx%dx%d", c->tp / c->gy, c->gy, c->gz);
+        WORD("--tp-grid"), words[n++] = num[k++];
+    } else if (c->gz == 0 && c->tp > 1 && !in_rest("--tensor-model-parallel-size", nrest, rest)) {
         WORD("--tensor-model-parallel-size"), NUM(c->tp);
     }
     if (c->pp > 1 && !in_rest("--pipeline-model-parallel-size", nrest, rest)) {
@@ -305,7 +336,7 @@ static int choice_words(const struct row *r, const struct plan_bed *bed, int nre
     if (!in_rest("--micro-batch-size", nrest, rest)) {
         WORD("--micro-batch-size"), NUM(c->mbs);
     }
-    if (c->tp > 1) {
+    if (c->gz == 0 && c->tp > 1) {
         WORD("--sequence-parallel");
     }
     if (c->fold && !in_rest("--pipeline-fold", nrest, rest)) {
@@ -443,89 +474,131 @@ static int too_wide(const struct hx_gpt_config *m, int mbs)
     return (long long)m->seq_len * mbs * widest > (1LL << 31);
 }
 
-/* The data-parallel ranks of one node in the mesh (tp, pp): MiCS's and AMSP's k */
-static int dp_in_node(const struct hx_gpt_config *m, int tp, int pp, const struct plan_bed *bed)
+/* The data-parallel ranks of one node in the mesh (tp, pp): MiCS's and AMSP's k.  Rank 0's
+ * dp group is ranks 0, tp, 2 tp, ... (include/helix/mesh.h's order): its size over the
+ * nodes it spans. */
+static int dp_in_node(int tp, int pp, const struct plan_bed *bed)
 {
-    struct plan_config c = { .tp = tp, .pp = pp, .dp = bed->gpus / (tp * pp), .mbs = 1,
-                             .M = bed->gpus / (tp * pp), .s_p = 1, .s_g = 1, .s_os = 1 };
-    struct hx_mesh_request q;
-    struct hx_mesh mesh;
-    plan_mesh_request(&c, bed, m, 0, &q);
-    if (hx_mesh_init(&mesh, &q, 1) != HX_OK) {
-        return 1;
+    int dp = bed->gpus / (tp * pp), nodes = 0, prev = -1;
+    for (int d = 0; d < dp; d++) {
+        int node = d * tp / bed->per_node;
+        nodes += node != prev;
+        prev = node;
     }
-    const struct hx_group *g = &mesh.groups[HX_GROUP_DP];
-    return g->nodes > 0 ? g->size / g->nodes : g->size;
+    return nodes > 0 ? dp / nodes : dp;
 }
 
-/* Every configuration the fixed choices allow: priced, or counted as not buildable */
-static int enumerate(const struct hx_gpt_config *m, const struct train_args *a,
-                     const struct fixed *x, const struct plan_bed *bed, struct row **out,
-                     int *nrows)
+/* The rows being enumerated */
+struct rows {
+    struct row *r;
+    int n, cap;
+    int (*f)[3];               /* scratch for shardings() */
+};
+
+/* Price every configuration of one mesh: tp ranks (a grid's Gx Gy when gz > 0: Megatron's
+ * sequence-parallel tp otherwise) x pp, plain or folded, each micro-batch size, sharding
+ * and recomputation the fixed choices allow */
+static int enumerate_mesh(const struct hx_gpt_config *m, const struct train_args *a,
+                          const struct fixed *x, const struct plan_bed *bed, int tp, int gy,
+                          int gz, int pp, struct rows *rs)
 {
-    int N = bed->gpus, G = m->num_query_groups ? m->num_query_groups : m->num_heads;
-    int F = m->ffn_hidden_size ? m->ffn_hidden_size : 4 * m->hidden_size, cap = 0;
-    *nrows = 0;
-    *out = NULL;
-    for (int tp = 1; tp <= N && tp <= bed->per_node; tp++) {
-        if (N % tp || (x->tp && tp != x->tp) || m->num_heads % tp || G % tp || F % tp ||
-            m->vocab_size % tp || m->seq_len % tp) {
+    int dp = bed->gpus / (tp * pp), k_node = dp_in_node(tp, pp, bed);
+    for (int fold = 0; fold <= (pp > 1); fold++) {
+        if ((x->fold && fold != x->fold - 1) || (fold && m->num_layers % (2 * pp))) {
             continue;
         }
-        for (int pp = 1; pp <= N / tp; pp++) {
-            if ((N / tp) % pp || m->num_layers % pp || (x->pp && pp != x->pp)) {
+        for (int mbs = 1; mbs <= a->global_batch; mbs *= 2) {
+            if ((x->mbs ? mbs != x->mbs : mbs > 16) || a->global_batch % (mbs * dp) ||
+                too_wide(m, mbs)) {
                 continue;
             }
-            int dp = N / (tp * pp), k_node = dp_in_node(m, tp, pp, bed);
-            for (int fold = 0; fold <= (pp > 1); fold++) {
-                if ((x->fold && fold != x->fold - 1) || (fold && m->num_layers % (2 * pp))) {
+            int nf = shardings(dp, k_node, rs->f);
+            for (int s = 0; s < nf; s++) {
+                const int *f = rs->f[s];
+                /* a grid shards over its Z exactly: s_p above Gz is the grid Gx x Gy x s_p */
+                if ((x->zero && !zero_matches(f, dp, x->zero - 1)) || (gz > 0 && f[0] != gz)) {
                     continue;
                 }
-                for (int mbs = 1; mbs <= a->global_batch; mbs *= 2) {
-                    if ((x->mbs ? mbs != x->mbs : mbs > 16) || a->global_batch % (mbs * dp) ||
-                        too_wide(m, mbs)) {
+                for (int rc = 0; rc <= (pp == 1 ? 2 : 0); rc++) {
+                    if (x->recompute && rc != x->recompute - 1) {
                         continue;
                     }
-                    int f[10][3], nf = shardings(dp, k_node, f);
-                    for (int s = 0; s < nf; s++) {
-                        if (x->zero && !zero_matches(f[s], dp, x->zero - 1)) {
-                            continue;
+                    struct plan_config c = {
+                        .tp = tp, .pp = pp, .fold = fold, .dp = dp, .gy = gy, .gz = gz,
+                        .mbs = mbs, .M = a->global_batch / mbs, .s_p = f[0], .s_g = f[1],
+                        .s_os = f[2], .recompute = rc };
+                    struct hx_mesh_request q;
+                    struct hx_mesh mesh;
+                    plan_mesh_request(&c, bed, m, 0, &q);
+                    if (hx_mesh_init(&mesh, &q, 1) != HX_OK) {
+                        continue;
+                    }
+                    if (rs->n == rs->cap) {
+                        rs->cap = rs->cap ? 2 * rs->cap : 64;
+                        struct row *g = realloc(rs->r, sizeof *g * (size_t)rs->cap);
+                        if (g == NULL) {
+                            return HX_ERR(HX_ENOMEM, "%d configurations", rs->cap);
                         }
-                        for (int rc = 0; rc <= (pp == 1 ? 2 : 0); rc++) {
-                            if (x->recompute && rc != x->recompute - 1) {
-                                continue;
-                            }
-                            struct plan_config c = {
-                                .tp = tp, .pp = pp, .fold = fold, .dp = dp, .mbs = mbs,
-                                .M = a->global_batch / mbs, .s_p = f[s][0], .s_g = f[s][1],
-                                .s_os = f[s][2], .recompute = rc };
-                            struct hx_mesh_request q;
-                            struct hx_mesh mesh;
-                            plan_mesh_request(&c, bed, m, 0, &q);
-                            if (hx_mesh_init(&mesh, &q, 1) != HX_OK) {
-                                continue;
-                            }
-                            if (*nrows == cap) {
-                                cap = cap ? 2 * cap : 64;
-                                struct row *g = realloc(*out, sizeof *g * (size_t)cap);
-                                if (g == NULL) {
-                                    return HX_ERR(HX_ENOMEM, "%d configurations", cap);
-                                }
-                                *out = g;
-                            }
-                            struct row *r = &(*out)[*nrows];
-                            r->c = c;
-                            r->id = *nrows;
-                            if (plan_estimate(m, &c, bed, &r->e) == HX_OK) {
-                                ++*nrows;
-                            }
-                        }
+                        rs->r = g;
+                    }
+                    struct row *r = &rs->r[rs->n];
+                    r->c = c;
+                    r->id = rs->n;
+                    if (plan_estimate(m, &c, bed, &r->e) == HX_OK) {
+                        rs->n++;
                     }
                 }
             }
         }
     }
     return HX_OK;
+}
+
+/* Every configuration the fixed choices allow: priced, or counted as not buildable.
+ * Megatron's tp stays inside a node; AxoNN's grids take any factorisation Gx x Gy x Gz, as
+ * its placement-aware model ranks them, without a pipeline (AxoNN has none; Z shards). */
+static int enumerate(const struct hx_gpt_config *m, const struct train_args *a,
+                     const struct fixed *x, const struct plan_bed *bed, struct row **out,
+                     int *nrows)
+{
+    int N = bed->gpus, G = m->num_query_groups ? m->num_query_groups : m->num_heads;
+    int F = m->ffn_hidden_size ? m->ffn_hidden_size : 4 * m->hidden_size, ret = HX_OK;
+    struct rows rs = { .f = malloc(sizeof *rs.f * SHARDING_VALUES * SHARDING_VALUES) };
+    if (rs.f == NULL) {
+        return HX_ERR(HX_ENOMEM, "the sharding factors");
+    }
+    for (int tp = 1; tp <= N && tp <= bed->per_node && !x->grid[0] && ret == HX_OK; tp++) {
+        if (N % tp || (x->tp && tp != x->tp) || m->num_heads % tp || G % tp || F % tp ||
+            m->vocab_size % tp || m->seq_len % tp) {
+            continue;
+        }
+        for (int pp = 1; pp <= N / tp && ret == HX_OK; pp++) {
+            if ((N / tp) % pp || m->num_layers % pp || (x->pp && pp != x->pp)) {
+                continue;
+            }
+            ret = enumerate_mesh(m, a, x, bed, tp, 0, 0, pp, &rs);
+        }
+    }
+    for (int gx = 1; gx <= N && !x->tp && (!x->pp || x->pp == 1) && ret == HX_OK; gx++) {
+        for (int gy = 1; gx * gy <= N && ret == HX_OK; gy++) {
+            for (int gz = 1; gx * gy * gz <= N && ret == HX_OK; gz++) {
+                const int *g = x->grid;
+                /* 1 x 1 x Gz is sharded data parallelism, priced as tp 1; Gx x 1 x 1 is
+                 * Megatron's tp without sequence parallelism, left out unless asked for */
+                if (N % (gx * gy * gz) || (gy == 1 && (gz == 1 || gx == 1) && !g[0]) ||
+                    m->num_heads % gx ||
+                    G % gx || F % gx || m->vocab_size % gx || m->hidden_size % gy ||
+                    (g[0] && (g[0] != gx || g[1] != gy || g[2] != gz))) {
+                    continue;
+                }
+                ret = enumerate_mesh(m, a, x, bed, gx * gy, gy, gz, 1, &rs);
+            }
+        }
+    }
+    free(rs.f);
+    *out = rs.r;
+    *nrows = rs.n;
+    return ret;
 }
 
 /* Print the best @p top of the @p fit rows that fit, with their command lines */
@@ -543,17 +616,22 @@ static int report(const struct row *rows, int n, int fit, int top, int sim,
            bed->per_node, bed->dev.name, budget);
     printf("%d configurations priced, %d fit in memory; the best %d by predicted step time:\n",
            n, fit, fit < top ? fit : top);
-    printf("  # tp pp sched dp mbs   M  s_p s_g s_os shard   recompute  step_ms tokens/s   "
-           "MFU | compute     tp    p2p gather   grad  after bubble  cores (ms) | GiB: states  "
-           "acts  comm total\n");
+    printf("  #      tp pp sched dp mbs   M  s_p s_g s_os shard   recompute  step_ms "
+           "tokens/s   MFU | compute     tp    p2p gather   grad  after bubble  cores (ms) | "
+           "GiB: states  acts  comm total\n");
     for (int i = 0; i < fit && i < top; i++) {
         const struct plan_config *c = &rows[i].c;
         const struct plan_estimate *e = &rows[i].e;
-        printf("%3d %2d %2d %-5s %2d %3d %3d %4d %3d %4d %-7s %-9s %8.2f %8.0f %5.1f%% | %7.2f "
+        char tp[32]; /* Megatron's tp, or AxoNN's grid */
+        if (c->gz > 0) {
+            snprintf(tp, sizeof tp, "%dx%dx%d", c->tp / c->gy, c->gy, c->gz);
+        } else {
+            snprintf(tp, sizeof tp, "%d", c->tp);
+        }
+        printf("%3d %7s %2d %-5s %2d %3d %3d %4d %3d %4d %-7s %-9s %8.2f %8.0f %5.1f%% | %7.2f "
                "%6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f      | %11.3f %5.3f %5.3f %5.3f\n",
-               i + 1, c->tp, c->pp, c->pp > 1 ? (c->fold ? "fold" : "1f1b") : "-", c->dp,
-               c->mbs, c->M, c->s_p, c->s_g, c->s_os, shard_name(c, dp_in_node(m, c->tp, c->pp,
-                                                                                bed)),
+               i + 1, tp, c->pp, c->pp > 1 ? (c->fold ? "fold" : "1f1b") : "-", c->dp,
+               c->mbs, c->M, c->s_p, c->s_g, c->s_os, shard_name(c, dp_in_node(c->tp, c->pp, bed)),
                recompute_name(c->recompute), e->step * 1e3, e->tokens_per_s, 100 * e->mfu,
                e->compute * 1e3, e->tp * 1e3, e->p2p * 1e3, e->gather * 1e3, e->grad * 1e3,
                e->after * 1e3, e->bubble * 1e3, e->cores * 1e3, e->states / 1073741824.0,

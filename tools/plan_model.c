@@ -16,10 +16,16 @@ void plan_mesh_request(const struct plan_config *pc, const struct plan_bed *bed,
     memset(r, 0, sizeof *r);
     r->world_size = bed->gpus;
     r->world_rank = rank;
-    r->tp = pc->tp;
+    r->tp = pc->gz > 0 ? 0 : pc->tp;
     r->pp = pc->pp;
     r->ranks_per_node = bed->per_node;
-    r->sequence_parallel = pc->tp > 1; /* Megatron's choice with tp: 1/tp of the activations */
+    if (pc->gz > 0) { /* AxoNN's grid: Z splits the batch, no sequence parallelism */
+        r->tp_grid[0] = pc->tp / pc->gy;
+        r->tp_grid[1] = pc->gy;
+        r->tp_grid[2] = pc->gz;
+    } else {
+        r->sequence_parallel = pc->tp > 1; /* Megatron's choice: 1/tp of the activations */
+    }
     r->shard_p = pc->s_p;
     r->shard_g = pc->s_g;
     r->shard_os = pc->s_os;
@@ -116,6 +122,7 @@ static double ref_bytes(const struct hx_graph *g, const struct hx_node *n, int w
 /* A stage's step, by kind: seconds, and bytes of memory */
 struct stage_cost {
     double compute, backward, tp, p2p, gather, grad, after;
+    double nic;                /* every collective that crosses nodes, summed */
     struct hx_gpt_memory mem;
 };
 
@@ -141,7 +148,11 @@ static void price(hx_gpt_t m, const struct hx_mesh *mesh, const struct plan_bed 
         int written = n->op != HX_OP_REDUCE_SCATTER && n->op != HX_OP_SEND;
         double s = plan_collective_s(bed, mesh, (enum hx_group_kind)ch, n->op,
                                      ref_bytes(g, n, written));
-        if (ch == HX_GROUP_TP || ch == HX_GROUP_TP_BETA) {
+        if (!mesh->groups[ch].intra_node && n->op != HX_OP_SEND) {
+            sc->nic += s; /* (a transfer counts once: its receive) */
+        }
+        if (ch == HX_GROUP_TP || ch == HX_GROUP_TP_BETA || ch == HX_GROUP_TP_X ||
+            ch == HX_GROUP_TP_Y) {
             sc->tp += s;
         } else if (ch == HX_GROUP_PP || ch == HX_GROUP_PP_BWD || ch == HX_GROUP_FOLD_F ||
                    ch == HX_GROUP_FOLD_B) {
@@ -193,9 +204,9 @@ static int build_price(const struct hx_gpt_config *m, const struct plan_config *
 static void extrapolate(struct stage_cost *a, const struct stage_cost *b, double t)
 {
     double *x[] = { &a->compute, &a->backward, &a->tp, &a->p2p, &a->gather, &a->grad,
-                    &a->after, &a->mem.inputs };
+                    &a->after, &a->mem.inputs, &a->nic };
     const double y[] = { b->compute, b->backward, b->tp, b->p2p, b->gather, b->grad,
-                         b->after, b->mem.inputs };
+                         b->after, b->mem.inputs, b->nic };
     for (size_t k = 0; k < sizeof y / sizeof y[0]; k++) {
         *x[k] += (y[k] - *x[k]) * t;
     }
@@ -281,6 +292,10 @@ int plan_estimate(const struct hx_gpt_config *m, const struct plan_config *pc,
         double gather = fmax(0, a.gather - a.compute);
         double grad = fmax(0, a.grad - (pc->s_g > 1 ? a.backward : a.backward / Ml));
         double t = a.compute + a.tp + a.p2p + gather + grad + a.after;
+        if (a.nic > t) { /* the NICs carry every inter-node collective one after another */
+            grad += a.nic - t;
+            t = a.nic;
+        }
         if (t > e->step) {
             e->step = t;
             e->compute = a.compute, e->tp = a.tp, e->p2p = a.p2p;

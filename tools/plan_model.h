@@ -2,7 +2,8 @@
 /* tools/plan_model.h: the cost model of `helix plan` (issue 25): one training configuration's
  * step time and memory per GPU on a machine, predicted from the step graph helix would run.
  *
- * A configuration is a mesh (Megatron tp with sequence parallelism, pp plain or folded, dp),
+ * A configuration is a mesh (Megatron tp with sequence parallelism or AxoNN's 3D grid, pp
+ * plain or folded, dp),
  * an AMSP sharding (s_p, s_g, s_os), a micro-batch size and a recomputation mode.  For each
  * pipeline stage helix builds the graph of the stage's first rank (hx_gpt_build_parallel,
  * nothing runs) and prices every node:
@@ -22,7 +23,10 @@
  *          reductions + after-update broadcasts) + bubble
  *   (and with shared_cores at least every rank's compute over those cores plus the worst
  *   stage's communication: no core is left to overlap a transfer)
- *   tp and p2p are on the critical path (Megatron without --tp-comm-overlap); parameter
+ *   (and at least the sum of its collectives that cross nodes: they share the node's NICs,
+ *   so hiding each under compute does not hide them all)
+ *   tp and p2p are on the critical path (Megatron without --tp-comm-overlap; the grid's X
+ *   and Y all-reduces likewise); parameter
  *   gathers hide under the micro-batches' compute; gradient reductions under the last
  *   micro-batch's backward (s_g = 1: DDP's buckets) or every backward (s_g > 1: a
  *   reduce-scatter per micro-batch); the bubble is Megatron's (p-1)/v of a micro-batch's
@@ -64,6 +68,8 @@ struct plan_bed {
 /* One configuration */
 struct plan_config {
     int tp, pp, fold, dp;
+    int gy, gz;                /* AxoNN's grid (--tp-grid (tp/gy)x(gy)x(gz)); 0: Megatron's tp
+                                * (with sequence parallelism) */
     int mbs, M;                /* micro-batch size; micro-batches of the global batch */
     int s_p, s_g, s_os;        /* AMSP's factors (1: not sharded) */
     int recompute;             /* enum hx_recompute */

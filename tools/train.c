@@ -402,6 +402,16 @@ static void print_header(const struct run *r, const struct hx_gpt_config *c,
                hx_gpt_prefetch_depth(r->model) + 1,
                a->prefetch_memory ? ", from --prefetch-memory" : "");
     }
+    if (a->no_overlap_bits != 0) { /* AxoNN's optimisations off: the edges that do it */
+        hx_graph_t g = hx_gpt_graph(r->model);
+        int gathers = 0;
+        for (int i = 0; i < g->nnodes; i++) {
+            gathers += g->nodes[i].op == HX_OP_ALLGATHER &&
+                       g->nodes[i].args.coll.channel == HX_GROUP_SHARD_P;
+        }
+        printf("--no-overlap %s: %d control edges hold every task after a blocking "
+               "collective; %d parameter all-gathers\n", a->no_overlap, g->nctrl, gathers);
+    }
     if (a->strands) {
         int pairs, planned, uncoupled;
         hx_gpt_strand_stats(r->model, &pairs, &planned, &uncoupled);
@@ -466,7 +476,8 @@ int cmd_train(int argc, char **argv)
                                       .sched_needs = hx_sched_needs(a->sched),
                                       .prefetch = a->prefetch_memory != NULL,
                                       .prefetch_memory = a->prefetch_bytes,
-                                      .recompute = a->recompute_mode };
+                                      .recompute = a->recompute_mode,
+                                      .no_overlap = a->no_overlap_bits };
     if (hx_gpt_build_parallel(&r.model, &c, &o, &par) != HX_OK) {
         ret = 2;
         goto out;

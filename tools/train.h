@@ -39,6 +39,7 @@ struct train_args {
     int tp, pp, dp, sequence_parallel, ranks_per_node, zero_stage, mics;
     int world_size;                   /* ranks launched (set before parsing, not a flag) */
     const char *shard_p, *shard_g, *shard_os;
+    const char *tp_grid;                 /* --tp-grid GxxGyxGz: AxoNN's 3D tensor parallelism */
     const char *pipeline_schedule;       /* "1f1b", "gpipe" or "fold" */
     int pipeline_fold;                   /* --pipeline-fold: the schedule "fold" */
     int strands;                         /* --strands: DHelix's two interleaved strands */
@@ -49,6 +50,8 @@ struct train_args {
     const char *recompute;               /* --recompute-activations full|selective */
     int recompute_mode;                  /* its enum hx_recompute (train_args_check) */
     double prefetch_bytes;               /* its value, parsed by train_args_check */
+    const char *no_overlap;              /* --no-overlap LIST: AxoNN's optimisations off */
+    unsigned no_overlap_bits;            /* its enum hx_no_overlap bits (train_args_check) */
     float comm_timeout;
     /* the sample printed at the end */
     int sample_tokens;

@@ -25,17 +25,20 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         "opencl", "cuda", "compute-on", "comm-backend",
                                         "progress-bar", "train-iters",
                                         /* a checkpoint resumes on any mesh */
-                                        "tensor-model-parallel-size",
+                                        "tensor-model-parallel-size", "tp-grid",
                                         "pipeline-model-parallel-size", "data-parallel-size",
                                         "sequence-parallel", "tp-comm-overlap", "ranks-per-node",
                                         "shard-params",
                                         "shard-grads", "shard-optim", "zero-stage", "mics",
                                         "ddp-bucket-size", "overlap-grad-reduce",
                                         "no-overlap-grad-reduce", "comm-timeout",
-                                        "prefetch-memory", "recompute-activations", NULL };
+                                        "prefetch-memory", "recompute-activations",
+                                        "no-overlap", NULL };
 /* a rank's own machine: its workers and devices (numerics agree within the parity rule) */
 const char *const train_rank_flags[] = { "workers", "opencl", "cuda", "compute-on",
                                          "progress-bar", "config", "preset", NULL };
+
+static int parse_no_overlap(const char *v, unsigned *bits);
 
 static struct flag table[96];
 static int ntable;
@@ -156,6 +159,10 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     /* distribution (under mpirun) */
     F("tensor-model-parallel-size", FLAG_INT, &a->tp, 1, 1024,
       "tensor-parallel ranks (Megatron 1D: heads, MLP and vocabulary split)");
+    F("tp-grid", FLAG_STRING, &a->tp_grid, 0, 0,
+      "AxoNN's 3D tensor parallelism GxxGyxGz: X splits heads, MLP and vocabulary, Y the "
+      "hidden size, Z the batch with every parameter sharded over it (tp = Gx Gy; dp = Gz x "
+      "data replicas)");
     F("pipeline-model-parallel-size", FLAG_INT, &a->pp, 1, 1024, "pipeline stages (1)");
     F("pipeline-schedule", FLAG_STRING, &a->pipeline_schedule, 0, 0,
       "order of forwards and backwards on a stage: 1f1b (default), gpipe or fold");
@@ -195,6 +202,12 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "with --sched hx-prefetch and sharded parameters: bytes (K, M, G suffixes) for "
       "all-gathered layers; the look-ahead is the layers that fit less one (at least 1); "
       "with --sched serial-comm: hx-prefetch's graph order, serialized (its baseline)");
+    F("no-overlap", FLAG_STRING, &a->no_overlap, 0, 0,
+      "AxoNN's overlap optimisations to turn off, for measuring them (numbers unchanged): a "
+      "comma list of dgrad-ar (O1: input-gradient all-reduces block instead of running under "
+      "the weight-gradient GEMM), defer-rs (O2: weight-gradient reduce-scatters block), "
+      "prefetch (O3: parameter all-gathers block instead of running layers ahead), cache "
+      "(O4: the backward gathers every layer again instead of reusing the forward's), or all");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
       "seconds (at least 1; 0: never) without collective progress before every rank reports "
       "and exits");
@@ -397,12 +410,43 @@ int train_args_check(struct train_args *a)
             return 2;
         }
     }
+    if (parse_no_overlap(a->no_overlap, &a->no_overlap_bits) != 0) {
+        return 2;
+    }
     if (a->load != NULL && a->load_llmc != NULL) {
         fprintf(stderr, "helix: error: --load and --load-llmc both given; resume a helix "
                 "checkpoint or start from llm.c weights, not both\n");
         return 2;
     }
     return hx_runtime_simulated() ? check_simulated(a) : 0;
+}
+
+/* --no-overlap "dgrad-ar,defer-rs,prefetch,cache" or "all": 0 ok, 2 bad */
+static int parse_no_overlap(const char *v, unsigned *bits)
+{
+    static const struct { const char *name; unsigned bit; } items[] = {
+        { "dgrad-ar", HX_NO_OVERLAP_DGRAD_AR }, { "defer-rs", HX_NO_OVERLAP_DEFER_RS },
+        { "prefetch", HX_NO_OVERLAP_PREFETCH }, { "cache", HX_NO_OVERLAP_CACHE },
+        { "all", HX_NO_OVERLAP_ALL },
+    };
+    *bits = 0;
+    for (const char *p = v; p != NULL && *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        unsigned bit = 0;
+        for (size_t k = 0; k < sizeof items / sizeof items[0]; k++) {
+            bit = strlen(items[k].name) == n && strncmp(p, items[k].name, n) == 0 ? items[k].bit
+                                                                                 : bit;
+        }
+        if (bit == 0) {
+            fprintf(stderr, "helix: error: --no-overlap '%s': '%.*s' is not an optimisation; "
+                    "list dgrad-ar, defer-rs, prefetch and cache (comma-separated) or all\n",
+                    flags_esc(v), (int)n, p);
+            return 2;
+        }
+        *bits |= bit;
+        p += n + (p[n] == ',');
+    }
+    return 0;
 }
 
 void train_args_model(const struct train_args *a, struct hx_gpt_config *c)
@@ -485,6 +529,28 @@ static int parse_factor(const char *flag, const char *v, int *s, int *s0)
     return 0;
 }
 
+/* --tp-grid "GxxGyxGz": three counts; 0 ok (g zero when absent), 2 bad */
+static int parse_grid(const char *v, int *g)
+{
+    g[0] = g[1] = g[2] = 0;
+    if (v == NULL) {
+        return 0;
+    }
+    const char *e = v;
+    int ok = 1;
+    for (int k = 0; k < 3 && ok; k++) {
+        ok = parse_count(k == 0 ? e : e + 1, &e, &g[k]) == 0 && *e == (k < 2 ? 'x' : '\0');
+    }
+    if (!ok || (long)g[0] * g[1] * g[2] > FACTOR_MAX) {
+        fprintf(stderr, "helix: error: --tp-grid '%s' is not a grid; write GxxGyxGz, three "
+                "positive counts whose product is at most %d (e.g. 2x2x1)\n", flags_esc(v),
+                FACTOR_MAX);
+        g[0] = g[1] = g[2] = 0;
+        return 2;
+    }
+    return 0;
+}
+
 int train_args_schedule(const struct train_args *a)
 {
     if (a->pipeline_schedule != NULL) {
@@ -510,7 +576,8 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
         .hidden_size = a->hidden, .vocab_size = a->vocab, .num_layers = a->layers,
         .seq_len = a->seq_len, .micro_batches = a->global_batch / a->micro_batch,
     };
-    if (parse_factor("shard-params", a->shard_p, &r.shard_p, &r.shard_p0) != 0 ||
+    if (parse_grid(a->tp_grid, r.tp_grid) != 0 ||
+        parse_factor("shard-params", a->shard_p, &r.shard_p, &r.shard_p0) != 0 ||
         parse_factor("shard-grads", a->shard_g, &r.shard_g, &r.shard_g0) != 0 ||
         parse_factor("shard-optim", a->shard_os, &r.shard_os, &r.shard_os0) != 0) {
         return 2;
@@ -551,6 +618,14 @@ int train_args_mesh(const struct train_args *a, int size, int rank, int quiet,
             fprintf(stderr, "helix: error: --pipeline-fold cuts --num-layers %d into 2 x %d = "
                     "%d equal chunks; choose a layer count divisible by %d\n", a->layers,
                     a->pp, nvs, nvs);
+        }
+        return 2;
+    }
+    if (r.tp_grid[0] > 0 && a->strands) {
+        if (!quiet) {
+            fprintf(stderr, "helix: error: --tp-grid and --strands: the two strands' "
+                    "collectives have their own channels on Megatron's tp group only; drop "
+                    "one\n");
         }
         return 2;
     }

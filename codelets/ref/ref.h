@@ -33,6 +33,16 @@ void hx_ref_rmsnorm_fwd(double *out, double *rstd, const double *inp, const doub
 void hx_ref_rmsnorm_bwd(double *dinp, double *dw, const double *dout, const double *inp,
                         const double *w, const double *rstd, const double *resid, int N, int C);
 
+/* The column-split norms' partial row sums (HX_OP_NORM_PART) of the C columns of a slice of
+ * rows cols_total wide, the slice's rows ld apart, into s (N,1) or (N,2) by mode (enum
+ * hx_norm_part_mode of include/helix/ops.h): LN_SUM sum x; LN_VAR { sum d^2, sum d },
+ * d = x - stat/cols_total (stat: LN_SUM's whole-row sums); RMS_SQ sum x^2; LN_BWD
+ * { sum g, sum g xhat }, g = dout w, xhat = (x - stat) rstd (stat: the mean); RMS_BWD
+ * sum g xhat, xhat = x rstd.  Unused pointers may be NULL. */
+void hx_ref_norm_part(double *s, int mode, const double *inp, const double *dout,
+                      const double *w, const double *stat, const double *rstd, int N, int C,
+                      int ld, int cols_total);
+
 /* GPT-2 GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 void hx_ref_gelu_fwd(double *out, const double *inp, int n);
 /* dinp = gelu'(inp) * dout */

@@ -61,6 +61,43 @@ void hx_rmsnorm_bwd_data(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout, hx_te
 void hx_rmsnorm_bwd_weight(hx_graph_t g, hx_tensor_t dw, hx_tensor_t dout, hx_tensor_t inp,
                            hx_tensor_t rstd);
 
+/** Norms over rows whose C_total columns are split over the ranks of collective channel
+ *  `channel` (AxoNN's Y axis, papers.md §1.4): inp, out, dout, dinp, resid are this rank's
+ *  (N, C) column slice (C_total = cols_total; uneven slices allowed), w and b (1, C); the row
+ *  statistics are partial sums over the slice, all-reduced over the channel's group of
+ *  group_size ranks (no collective when it is 1: the sums are then whole).  Scratch s1 (N,1)
+ *  and s2 (N,2) f32, tiled as inp, written and read by every call (so calls that share them
+ *  are ordered); mean, rstd (N,1) are whole-row statistics, the same on every rank.  With
+ *  one rank the results are those of the whole-row builders up to the float rounding of the
+ *  sums.  The weight gradients need no split form: hx_layernorm_bwd_weight and
+ *  hx_rmsnorm_bwd_weight on the slices, with these mean and rstd, give the slices of the
+ *  whole-row dw, db.  Ops: include/helix/ops.h, HX_OP_NORM_*. */
+struct hx_norm_split {
+    int channel;       /**< enum hx_group_kind of the all-reduces */
+    int group_size;    /**< ranks over which the columns are split */
+    int cols_total;    /**< C_total, the whole row's width */
+    hx_tensor_t s1, s2;
+};
+/** LayerNorm: s1 = partial sum x, all-reduced; s2 = partial { sum (x - m)^2, sum (x - m) }
+ *  about m = s1/C_total, all-reduced (the two-pass variance, its centre corrected by the
+ *  second sum); then out = (x - mean) rstd w + b */
+void hx_layernorm_fwd_split(hx_graph_t g, hx_tensor_t out, hx_tensor_t mean, hx_tensor_t rstd,
+                            hx_tensor_t inp, hx_tensor_t w, hx_tensor_t b, float eps,
+                            const struct hx_norm_split *sp);
+/** dinp = [resid +] LayerNorm backward of dout: s2 = partial { sum g, sum g xhat },
+ *  all-reduced, g = dout w */
+void hx_layernorm_bwd_data_split(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout,
+                                 hx_tensor_t inp, hx_tensor_t w, hx_tensor_t mean,
+                                 hx_tensor_t rstd, hx_tensor_t resid,
+                                 const struct hx_norm_split *sp);
+/** RMSNorm: s1 = partial sum x^2, all-reduced; then out = x rstd w */
+void hx_rmsnorm_fwd_split(hx_graph_t g, hx_tensor_t out, hx_tensor_t rstd, hx_tensor_t inp,
+                          hx_tensor_t w, float eps, const struct hx_norm_split *sp);
+/** dinp = [resid +] RMSNorm backward of dout: s1 = partial sum g xhat, all-reduced */
+void hx_rmsnorm_bwd_data_split(hx_graph_t g, hx_tensor_t dinp, hx_tensor_t dout,
+                               hx_tensor_t inp, hx_tensor_t w, hx_tensor_t rstd,
+                               hx_tensor_t resid, const struct hx_norm_split *sp);
+
 /** out = gelu(inp) (tanh approximation) */
 void hx_gelu_fwd(hx_graph_t g, hx_tensor_t out, hx_tensor_t inp);
 /** dinp = gelu'(inp) dout */

@@ -8,6 +8,13 @@
  *   world rank  r = (pp_rank * dp + dp_rank) * tp + tp_rank
  *   node of r   = r / ranks_per_node          (contiguous blocks, Open MPI's default mapping)
  *
+ * AxoNN's 3D tensor parallelism (--tp-grid GxxGyxGz, papers.md §1.2) is the same order:
+ * the tp group is a Gx x Gy grid, X innermost (tp_rank = tpy_rank * Gx + tpx_rank), and Z
+ * is the innermost part of dp (dp_rank = z + Gz * data replica), whose parameters,
+ * gradients and optimizer states are sharded over Z (s_p = s_g = s_os = Gz at least):
+ *   x = r mod Gx,  y = (r / Gx) mod Gy,  z = (r / (Gx Gy)) mod Gz,  d = r / (Gx Gy Gz).
+ * Without a grid, tpx = tp and tpy = 1: Megatron's 1D tensor parallelism is the grid Gx x 1.
+ *
  * Sharding inside the data-parallel group of size dp (shard index = dp_rank):
  *   P-shard group: the block of s_p consecutive dp ranks holding dp_rank; each holds 1/s_p
  *     of every parameter (flat, all-gathered before use, gradients reduce-scattered).
@@ -48,6 +55,8 @@ enum hx_group_kind {
     HX_GROUP_FOLD_B,  /**< the pipeline group: gradients going down a folded pipeline */
     HX_GROUP_TP_BETA, /**< the tensor-parallel group again: strand beta's collectives, so the
                        *   two strands never wait on one token (graphs/schedule.c) */
+    HX_GROUP_TP_X,    /**< AxoNN's X: the tp ranks with the same y (Gx, consecutive) */
+    HX_GROUP_TP_Y,    /**< AxoNN's Y: the tp ranks with the same x (Gy, stride Gx) */
     HX_GROUP_COUNT
 };
 
@@ -71,6 +80,10 @@ struct hx_mesh {
     int world_size, world_rank;
     int dp, tp, pp;
     int dp_rank, tp_rank, pp_rank;
+    int tpx, tpy, tpz;   /**< the 3D grid (tpx = tp, tpy = tpz = 1 without --tp-grid); tpz
+                          *   is the Z part of dp */
+    int tpx_rank, tpy_rank;
+    int tp_grid;         /**< 1: the run asked for --tp-grid (its messages name the grid) */
     int ranks_per_node;  /**< consecutive world ranks per node */
     int sequence_parallel;
     struct hx_factor sp, sg, sos; /**< AMSP factors within the dp group */
@@ -81,6 +94,7 @@ struct hx_mesh {
 struct hx_mesh_request {
     int world_size, world_rank;
     int dp, tp, pp;
+    int tp_grid[3];          /**< AxoNN's Gx, Gy, Gz (--tp-grid); 0 = no grid */
     int ranks_per_node;      /**< 0 = the world is one node */
     int sequence_parallel;
     int shard_p, shard_g, shard_os; /**< AMSP factors; 0 = 1 */

@@ -151,6 +151,27 @@ struct hx_parallel_config {
     double prefetch_memory;      /**< with prefetch: bytes for gathered layer parameters;
                                   *   the depth is the layers that fit, less the one in use
                                   *   (at least 1); 0 = depth 1 (AxoNN's one layer ahead) */
+    unsigned no_overlap;         /**< AxoNN's four overlap optimisations (papers.md §1.6)
+                                  *   turned off, for measuring them (enum hx_no_overlap
+                                  *   bits; 0: all on).  Off, a collective blocks: every node
+                                  *   emitted after it waits for it, as after a blocking MPI
+                                  *   call; the numbers stay bitwise the same */
+};
+
+/** The bits of hx_parallel_config.no_overlap (--no-overlap LIST) */
+enum hx_no_overlap {
+    HX_NO_OVERLAP_DGRAD_AR = 1u << 0, /**< O1: a backward all-reduce of input gradients (tp,
+                                       *   the grid's X or Y) blocks, instead of running under
+                                       *   the weight-gradient GEMM */
+    HX_NO_OVERLAP_DEFER_RS = 1u << 1, /**< O2: a reduce-scatter of weight gradients (s_p > 1,
+                                       *   the grid's Z) blocks, instead of being waited for
+                                       *   only by the optimizer */
+    HX_NO_OVERLAP_PREFETCH = 1u << 2, /**< O3: a parameter all-gather (s_p > 1) blocks,
+                                       *   instead of running layers ahead under compute */
+    HX_NO_OVERLAP_CACHE = 1u << 3,    /**< O4: a layer's parameters are gathered again for
+                                       *   its backward (and recomputation) instead of reused
+                                       *   while still in their slot from the forward */
+    HX_NO_OVERLAP_ALL = 15u,
 };
 
 /** Activation recomputation (Megatron's --recompute-activations), a graph transformation:
@@ -291,8 +312,29 @@ hx_tensor_t hx_model_loss_sum(hx_model_t m);  /**< (1,1) f64 */
  *  (reduce it), a row-parallel GEMM's output gradient is whole.  No-ops with tp 1. */
 hx_tensor_t hx_model_tp_gather(hx_model_t m, hx_tensor_t full, hx_tensor_t shard);
 void hx_model_tp_reduce(hx_model_t m, hx_tensor_t shard, hx_tensor_t partial);
-/** The channel of the nodes being emitted's tp collectives (strand beta has its own). */
+/** The channel of the nodes being emitted's tp collectives (strand beta has its own; the
+ *  grid's X under --tp-grid). */
 int hx_model_tp_channel(const struct hx_model *m);
+
+/* AxoNN's 3D grid (--tp-grid GxxGyxGz, papers.md §1.3-1.4): Megatron's tp above is the
+ * grid's X; Y splits the hidden size C, so every tensor of the residual stream is this
+ * rank's (N, C/Gy) column slice and a parameter is cut as hx_param_spec's split says on X
+ * and along its hidden dimension on Y; Z is the innermost part of data parallelism with
+ * every parameter sharded over it (gathered before a layer, gradients reduce-scattered).
+ * A normal layer (column-parallel) all-reduces its output over Y and its input gradient
+ * over X; a transposed one (row-parallel) its output over X and its input gradient over
+ * Y, so consecutive layers need no redistribution.  All three are no-ops with Gy = 1. */
+/** All-reduce over Y in place: the partial sums of a GEMM contracting over the hidden size
+ *  (a column-parallel linear's output, a row-parallel linear's input gradient). */
+void hx_model_tp_reduce_y(hx_model_t m, hx_tensor_t partial);
+/** 1 if this rank adds the bias of a linear of this split: a row-parallel output is
+ *  partial over X (x rank 0 adds it), a column-parallel one over Y (y rank 0). */
+int hx_model_tp_adds_bias(const struct hx_model *m, enum hx_tp_split split);
+struct hx_norm_split;
+/** A norm over the hidden size of @p inp (this rank's (N, C/Gy) slice): the row statistics'
+ *  all-reduce over Y for the *_split builders of helix/layers.h; NULL with Gy = 1 (use the
+ *  whole-row builders). */
+const struct hx_norm_split *hx_model_norm_split(hx_model_t m, hx_tensor_t inp);
 /** Parameter i's gradient of micro-batch mb is complete. */
 void hx_model_grad_done(hx_model_t m, int i, int mb);
 

@@ -124,6 +124,36 @@ enum hx_op {
     /* the transpose (angle -> -angle) on the gradient: buffers: dqkv RW */
     HX_OP_ROPE_BWD,
 
+    /* ---- norms over rows whose C_total columns are split over a group of ranks (AxoNN's
+     * 3D tensor parallelism, Y axis; graphs/layers_norm_split.c): inp, out, dout, dinp,
+     * resid are this rank's (N,C) column slice, w, b its (1,C) slice; the row statistics are
+     * partial sums over the slice, all-reduced over the group between the ops below
+     * (struct hx_norm_split_args; C = cols, C_total = cols_total).  Sums in double, stored
+     * as float. ---- */
+    /* s = this slice's partial row sums, by args.nsplit.mode (enum hx_norm_part_mode):
+     *   LN_SUM  s = sum x                                 buffers: inp R, s (N,1) W
+     *   LN_VAR  s = { sum (x-m)^2, sum (x-m) }, m = S/C_total, S = LN_SUM's all-reduced s
+     *                                                     buffers: inp R, S (N,1) R, s (N,2) W
+     *   RMS_SQ  s = sum x^2                               buffers: inp R, s (N,1) W
+     *   LN_BWD  s = { sum g, sum g xhat }, g = dout w, xhat = (x - mean) rstd
+     *                           buffers: dout R, inp R, w R, mean R, rstd R, s (N,2) W
+     *   RMS_BWD s = sum g xhat, xhat = x rstd   buffers: dout R, inp R, w R, rstd R, s (N,1) W */
+    HX_OP_NORM_PART,
+    /* The forward from the all-reduced sums, per row (args.nsplit.rms):
+     *   LayerNorm: m = S1/C_total, c = S2[1]/C_total, mean = m + c,
+     *              rstd = 1/sqrt(max(S2[0]/C_total - c^2, 0) + eps),
+     *              out = (x - mean) rstd w + b
+     *              buffers: inp R, w R, b R, S1 (N,1) R, S2 (N,2) R, out W, mean W, rstd W
+     *   RMSNorm:   rstd = 1/sqrt(S/C_total + eps), out = x rstd w
+     *              buffers: inp R, w R, S (N,1) R, out W, rstd W */
+    HX_OP_NORM_FWD_APPLY,
+    /* The data gradient from the all-reduced sums (args.nsplit.rms), g and xhat as above:
+     *   LayerNorm: dinp = [resid +] rstd (g - S[0]/C_total - xhat S[1]/C_total)
+     *              buffers: dout R, inp R, w R, mean R, rstd R, S (N,2) R, dinp W [, resid R]
+     *   RMSNorm:   dinp = [resid +] rstd (g - xhat S/C_total)
+     *              buffers: dout R, inp R, w R, rstd R, S (N,1) R, dinp W [, resid R] */
+    HX_OP_NORM_BWD_APPLY,
+
     /* ---- collectives (kind COMM) over the channel's group (helix/comm.h, runtime/comm.c).
      * Buffer 0 is always the channel's token (1,1) i32 RW: every collective of a channel
      * takes it, so a channel's collectives start in submission order on every rank
@@ -231,6 +261,27 @@ struct hx_adamw_args {
     int t;                  /**< 1-based step for bias correction; set before each step */
 };
 
+/** What HX_OP_NORM_PART sums over this rank's columns of each row (ops.h above). */
+enum hx_norm_part_mode {
+    HX_NORM_LN_SUM = 0, /**< LayerNorm forward, first pass: sum x */
+    HX_NORM_LN_VAR,     /**< second pass: { sum (x - m)^2, sum (x - m) } about the first
+                         *   pass's m = S/C_total; the second sum corrects m's rounding */
+    HX_NORM_RMS_SQ,     /**< RMSNorm forward: sum x^2 */
+    HX_NORM_LN_BWD,     /**< LayerNorm data gradient: { sum g, sum g xhat } */
+    HX_NORM_RMS_BWD     /**< RMSNorm data gradient: sum g xhat */
+};
+
+/** The column-split norms (HX_OP_NORM_*): a (rows, cols) tile of this rank's column slice of
+ *  rows cols_total wide. */
+struct hx_norm_split_args {
+    int rows, cols;       /**< the tile: rows of the row tile, this rank's columns */
+    int cols_total;       /**< C_total, the whole row's width: the statistics divide by it */
+    int mode;             /**< NORM_PART: enum hx_norm_part_mode */
+    int rms;              /**< *_APPLY: 1 RMSNorm, 0 LayerNorm */
+    float eps;            /**< NORM_FWD_APPLY */
+    int has_resid;        /**< NORM_BWD_APPLY: add the residual gradient buffer */
+};
+
 union hx_op_args {
     struct hx_matmul_args mm;
     struct hx_rows_args rows;
@@ -240,6 +291,7 @@ union hx_op_args {
     struct hx_adamw_args adamw;
     struct hx_xent_vp_args xvp;
     struct hx_coll_args coll;
+    struct hx_norm_split_args nsplit;
 };
 
 /** Stable name of an op ("matmul", "layernorm_fwd", ...), used for tasks, traces and DOT. */

@@ -23,9 +23,9 @@ BED="--machine $HX_SRCDIR/machines/this-bed.machine --device $HX_SRCDIR/devices/
 MODEL="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
  --vocab-size 256 --global-batch-size 8"
 one_error() { [ "$(grep -c "error:" "$ERR")" -eq 1 ]; }
-# the rows of the table: lines that start with a rank number and a tp
-rows() { awk '/^command lines:/ { exit } /^ *[0-9]+ +[0-9]+ +[0-9]+ / { print }' "$OUT"; }
-plan 20
+# the rows of the table: lines that start with a rank number and a tp (or AxoNN's grid)
+rows() { awk '/^command lines:/ { exit } /^ *[0-9]+ +[0-9x]+ +[0-9]+ / { print }' "$OUT"; }
+plan 22
 
 run "$HELIX" --help
 ok "plan is listed in helix --help" 'rc_is 0 && out_has "  plan "'
@@ -50,9 +50,25 @@ for k in 1 2 3; do
     # shellcheck disable=SC2086
     run hx_mpirun 4 "$HELIX" train $line --train-iters 2 --eval-iters 1 --sample-tokens 0 \
         --progress-bar 0
+    case $rt in # a grid's mesh line names it after tp's ranks
+    *x*) mesh="pp $rp x dp $rd x tp [0-9]* (grid $rt" ;;
+    *) mesh="pp $rp x dp $rd x tp $rt" ;;
+    esac
     ok "command line $k (tp $rt, pp $rp, dp $rd) runs: exit 0 on that mesh" \
-       'rc_is 0 && out_has "pp $rp x dp $rd x tp $rt" && out_has "^done: 2 steps"'
+       'rc_is 0 && out_has "$mesh" && out_has "^done: 2 steps"'
 done
+
+# AxoNN's grid: --tp-grid fixes it in every row, and its best command line runs on it
+# shellcheck disable=SC2086
+run "$HELIX" plan $BED $MODEL --tp-grid 1x2x2 --top 100
+ok "--tp-grid 1x2x2 fixes the grid in every row" \
+   'rc_is 0 && [ "$(rows | wc -l)" -gt 3 ] && [ "$(rows | awk "\$2 != \"1x2x2\"" | wc -l)" -eq 0 ]'
+line=$(sed -n "s/^ *1  mpirun -np 4 helix train //p" "$OUT")
+# shellcheck disable=SC2086
+run hx_mpirun 4 "$HELIX" train $line --train-iters 2 --eval-iters 1 --sample-tokens 0 \
+    --progress-bar 0
+ok "the grid's first command line (--tp-grid 1x2x2) runs on that grid" \
+   'rc_is 0 && out_has "(grid 1x2x2, 1 data)" && out_has "^done: 2 steps"'
 
 # shellcheck disable=SC2086
 run "$HELIX" plan $BED $MODEL --tensor-model-parallel-size 2 --top 100

@@ -11,8 +11,8 @@ set -u
 device_require
 
 PROGRAMS="matmul layernorm gelu attention crossentropy embedding residual adamw xent_vp"
-PROGRAMS="$PROGRAMS rmsnorm swiglu rope rope_gqa_torch"
-plan 13
+PROGRAMS="$PROGRAMS rmsnorm swiglu rope rope_gqa_torch norm_split"
+plan 14
 for p in $PROGRAMS; do
     LAST_CMD="HX_TEST_DEVICE=opencl tests/codelets/$p"
     HX_TEST_DEVICE=opencl "$HX_BUILDDIR/tests/codelets/$p" >"$OUT" 2>"$ERR"

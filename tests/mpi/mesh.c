@@ -51,7 +51,7 @@ static int refused(const struct hx_mesh_request *r, const char *words)
 
 int main(void)
 {
-    tap_plan(19);
+    tap_plan(25);
     struct hx_mesh m;
     /* 8 ranks, 4 per node: tp 2 x dp 4 */
     struct hx_mesh_request r = { .world_size = 8, .world_rank = 5, .tp = 2,
@@ -95,8 +95,35 @@ int main(void)
     tap_ok(hx_mesh_init(&m, &mi, 0) == HX_OK && m.sp.s == 2 && m.sos.s == 2 &&
                m.groups[HX_GROUP_SHARD_P].intra_node, "MiCS shards inside a node");
 
+    /* AxoNN's grid 2x2x2 on 16 ranks, 4 per node: x innermost, then y, z, data (papers.md
+     * §1.2); rank 13 = x 1, y 0, z 1, data 1 */
+    struct hx_mesh_request gr = { .world_size = 16, .world_rank = 13, .ranks_per_node = 4,
+                                  .tp_grid = { 2, 2, 2 }, .num_heads = 4, .hidden_size = 64,
+                                  .vocab_size = 256, .num_layers = 2, .micro_batches = 8 };
+    tap_ok(hx_mesh_init(&m, &gr, 0) == HX_OK && m.tp == 4 && m.dp == 4 && m.tpx_rank == 1 &&
+               m.tpy_rank == 0 && m.dp_rank == 3 && m.sp.s == 2 && m.sg.s == 2 && m.sos.s == 2,
+           "grid 2x2x2, rank 13: x 1, y 0, dp rank 3 (z 1, data 1), everything sharded over Z");
+    tap_ok(m.groups[HX_GROUP_TP_X].first == 12 && m.groups[HX_GROUP_TP_X].size == 2 &&
+               m.groups[HX_GROUP_TP_Y].first == 13 && m.groups[HX_GROUP_TP_Y].stride == 2 &&
+               m.groups[HX_GROUP_SHARD_P].first == 9 && m.groups[HX_GROUP_SHARD_P].stride == 4,
+           "its X group is 12,13, its Y group 13,15, its Z (shard) group 9,13");
+    tap_ok(m.groups[HX_GROUP_REPLICA].first == 5 && m.groups[HX_GROUP_REPLICA].size == 2,
+           "its data group (replicas of its Z shard) is 5,13");
+    all = 1;
+    for (int k = 0; k < HX_GROUP_COUNT; k++) {
+        all &= groups_consistent(&gr, k);
+    }
+    tap_ok(all, "grid groups agree with their members' views");
+    struct hx_mesh_request bad = gr;
+    bad.tp = 2;
+    tap_ok(refused(&bad, "drop --tensor-model-parallel-size"), "grid against a different tp");
+    bad = gr;
+    bad.world_size = 12;
+    bad.world_rank = 1;
+    tap_ok(refused(&bad, "launch a multiple of 8"), "12 ranks for a 2x2x2 grid");
+
     /* refusals, each with its message */
-    struct hx_mesh_request bad = r;
+    bad = r;
     bad.world_size = 6;
     bad.tp = 4;
     tap_ok(refused(&bad, "cannot form a mesh"), "6 ranks with tp 4: refused");
