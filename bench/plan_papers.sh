@@ -16,7 +16,11 @@
 #                   table5 AMSP's configurations on 64 GPUs, M = 1, 2, 4, 8 micro-batches a
 #                          GPU, against AMSP's Table V
 #                   axonn  GPT-5B..80B on 64..1024 Perlmutter GPUs (AxoNN's Table III):
-#                          ZeRO-3 and the planner's free choice
+#                          ZeRO-3 and the planner's choice (activation checkpointing, one
+#                          sequence a micro-batch, everything else free: grids included)
+#                   grid   AxoNN's grids: GPT-20B, 32k tokens, on 16 and 32 Perlmutter GPUs,
+#                          where AxoNN runs 2x2x4 (Section IV) and ranks its measured best
+#                          first (Section V)
 #                   simulate  --simulate-top 3 on a reduced AMSP setting (see below)
 #     --simulate  add the simulate section (minutes; needs the simulation flavour)
 #   HELIX=PATH picks the helix binary (default build/tools/helix).
@@ -46,7 +50,7 @@ import os, subprocess, sys, time
 
 top = sys.argv[1]
 helix = os.environ.get("HELIX") or os.path.join(top, "build/tools/helix")
-sections = ["amsp", "sweep", "table5", "axonn"]
+sections = ["amsp", "sweep", "table5", "axonn", "grid"]
 argv = sys.argv[2:]
 while argv:
     a = argv.pop(0)
@@ -145,7 +149,8 @@ def llama_phi(m):
 
 class Row:
     def __init__(self, t):
-        self.tp, self.pp, self.sched, self.dp = int(t[1]), int(t[2]), t[3], int(t[4])
+        # tp: Megatron's ranks, or AxoNN's grid GxxGyxGz
+        self.tp, self.pp, self.sched, self.dp = t[1], int(t[2]), t[3], int(t[4])
         self.mbs, self.M = int(t[5]), int(t[6])
         self.s = (int(t[7]), int(t[8]), int(t[9]))
         self.shard, self.recompute = t[10], t[11]
@@ -157,8 +162,9 @@ class Row:
 
     def desc(self):
         r = {"-": "none"}.get(self.recompute, self.recompute)
-        mesh = "tp%d pp%d%s dp%d" % (self.tp, self.pp,
-                                      "" if self.sched == "-" else " " + self.sched, self.dp)
+        mesh = "%s pp%d%s dp%d" % ("grid " + self.tp if "x" in self.tp else "tp" + self.tp,
+                                    self.pp, "" if self.sched == "-" else " " + self.sched,
+                                    self.dp)
         return "%s, s=(%d,%d,%d) %s, mbs %d, rc %s" % (mesh, *self.s, self.shard, self.mbs, r)
 
 
@@ -208,7 +214,7 @@ def amsp_mem(r, m):
 
 def find(rows, s, recompute=None):
     for i, r in enumerate(rows):
-        if r.s == s and r.tp == 1 and r.pp == 1 and (recompute is None or r.recompute == recompute):
+        if r.s == s and r.tp == "1" and r.pp == 1 and (recompute is None or r.recompute == recompute):
             return i, r
     return None, None
 
@@ -357,10 +363,40 @@ if "axonn" in sections:
         zc = ("%5.1f%% mbs %d, %.0f ms, %.0f GiB%s" % (
             mfu(z[0], n, fpt), z[0].mbs, z[0].step_ms, z[0].total,
             " (> 40)" if z[0].total > 40 else "") if z else "-")
-        f, _, _, _ = plan(PERLMUTTER, n, gpt_flags(m), ["--top", "1"],
+        # AxoNN's setting: activation checkpointing; one sequence a micro-batch keeps the
+        # enumeration of every grid at 1024 GPUs to minutes
+        f, _, _, _ = plan(PERLMUTTER, n, gpt_flags(m), ["--top", "1", "--recompute-activations",
+                                                        "full", "--micro-batch-size", "1"],
                           "GPT-%s free, %d" % (name, n))
         fc = "%5.1f%% %s" % (mfu(f[0], n, fpt), f[0].desc()) if f else "none fits"
         print("  %5d %-5s %-42s %-58s %d / %d / %d / %d" % (n, name, zc, fc, meg, z3, ds, ax))
+
+# ------------------------------------------------------------------------------------------
+if "grid" in sections:
+    # AxoNN's Section IV example: GPT-20B, 32k tokens (16 sequences of 2048), 16 GPUs = 4
+    # Perlmutter nodes, its grid 2x2x4; and Section V's 32 GPUs, where its placement-aware
+    # model ranks the measured best first.  Activation checkpointing, no pipeline, no memory
+    # limit (helix's states are fp32: AxoNN's bf16 activations are half as large).
+    for n in (16, 32):
+        print("\n== AxoNN's grids: GPT-20B, 16 sequences of 2048, %d Perlmutter GPUs ==" % n)
+        m = GPT["20B"]
+        rows, count, _, _ = every(PERLMUTTER, n, gpt_flags(m, gbs=16),
+                                  ["--pipeline-model-parallel-size", "1",
+                                   "--recompute-activations", "full", "--micro-batch-size", "1"],
+                                  "GPT-20B grids, %d" % n)
+        print("  %s; the best grids (the best per grid, in the planner's order):" % count)
+        seen = []
+        for k, r in enumerate(rows):
+            if "x" in r.tp and r.tp not in seen:
+                seen.append(r.tp)
+                print("  %3d %-8s %8.0f ms  compute %7.0f  tp %7.0f  gather %7.0f  grad %7.0f"
+                      "  %5.1f GiB  %s" % (k + 1, r.tp, r.step_ms, r.compute, r.tpc, r.gather,
+                                           r.grad, r.total, r.desc()))
+        best = [r for r in rows if "x" not in r.tp][:1]
+        if best:
+            print("  best without a grid: %s, %.0f ms" % (best[0].desc(), best[0].step_ms))
+        if n == 16 and "2x2x4" in seen:
+            print("  AxoNN's 2x2x4: grid %d of %d" % (seen.index("2x2x4") + 1, len(seen)))
 
 # ------------------------------------------------------------------------------------------
 if "simulate" in sections:

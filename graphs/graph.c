@@ -34,6 +34,7 @@ void hx_graph_destroy(hx_graph_t g)
         free(g->tensors[i]);
     }
     free(g->tensors);
+    free(g->by_name);
     free(g->nodes);
     free(g->ctrl);
     free(g->tags.nodes);
@@ -56,6 +57,47 @@ static void *grow(void *p, int *cap, int need, size_t elem)
     return q;
 }
 
+/* Tensor names to ids: FNV-1a into a power-of-two open-addressing table kept at most half
+ * full, so a model's thousands of tensors are found (and checked unique) in constant time
+ * rather than by a scan each (a plan prices thousands of graphs). */
+static unsigned name_hash(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    }
+    return h;
+}
+
+static void name_put(int *table, int cap, const char *name, int id)
+{
+    unsigned h = name_hash(name);
+    while (table[h & (unsigned)(cap - 1)] != 0) {
+        h++;
+    }
+    table[h & (unsigned)(cap - 1)] = id + 1;
+}
+
+static void name_insert(hx_graph_t g, int id)
+{
+    if (2 * g->ntensors > g->cap_by_name) { /* grow and put every name again */
+        int cap = g->cap_by_name ? 2 * g->cap_by_name : 64;
+        while (2 * g->ntensors > cap) {
+            cap *= 2;
+        }
+        int *table = calloc((size_t)cap, sizeof *table);
+        HX_ASSERT(table != NULL, "out of memory for %d tensor names", g->ntensors);
+        for (int k = 0; k < g->ntensors; k++) {
+            name_put(table, cap, g->tensors[k]->name, k);
+        }
+        free(g->by_name);
+        g->by_name = table;
+        g->cap_by_name = cap;
+        return;
+    }
+    name_put(g->by_name, g->cap_by_name, g->tensors[id]->name, id);
+}
+
 struct hx_tensor *hx_graph_tensor(hx_graph_t g, const char *name, enum hx_dtype dt,
                                   enum hx_tensor_role role, int rows, int cols, int tile_rows)
 {
@@ -75,17 +117,21 @@ struct hx_tensor *hx_graph_tensor(hx_graph_t g, const char *name, enum hx_dtype 
     t->ntiles = (rows + t->tile_rows - 1) / t->tile_rows;
     t->grad_of = -1;
     g->tensors[g->ntensors++] = t;
+    name_insert(g, t->id);
     return t;
 }
 
 struct hx_tensor *hx_graph_find(hx_graph_t g, const char *name)
 {
-    for (int i = 0; i < g->ntensors; i++) {
-        if (strcmp(g->tensors[i]->name, name) == 0) {
-            return g->tensors[i];
+    if (g->cap_by_name == 0) {
+        return NULL;
+    }
+    for (unsigned h = name_hash(name);; h++) {
+        int id = g->by_name[h & (unsigned)(g->cap_by_name - 1)] - 1;
+        if (id < 0 || strcmp(g->tensors[id]->name, name) == 0) {
+            return id < 0 ? NULL : g->tensors[id];
         }
     }
-    return NULL;
 }
 
 struct hx_node *hx_graph_add(hx_graph_t g, enum hx_op op, const union hx_op_args *args,

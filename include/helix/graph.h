@@ -113,6 +113,8 @@ struct hx_graph_tags {
 struct hx_graph {
     int ntensors, cap_tensors;
     struct hx_tensor **tensors;
+    int *by_name, cap_by_name;       /**< open-addressing table of tensor ids + 1 by name
+                                      *   (hx_graph_find; 0: empty), at most half full */
     int nnodes, cap_nodes;
     struct hx_node *nodes;
     struct hx_cursor cur;

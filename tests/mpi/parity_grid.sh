@@ -5,7 +5,7 @@
 # tolerance rule of tests/README.md, "Parity tolerances"): X alone (heads, MLP, vocabulary),
 # Y alone (the hidden size: split norms, all-reduces over Y), Z alone (the batch, every
 # parameter sharded over Z), X x Y, Y x Z, each of the first three with 2 data-parallel
-# replicas; the grid's special cases are the meshes they are (2x1x1 is tp 2, 1x1x2 is
+# replicas, and AMSP's sharding of the replicas beside Z's (GPT-2 only); the grid's special cases are the meshes they are (2x1x1 is tp 2, 1x1x2 is
 # ZeRO-3 over 2 ranks: bitwise); policies, recomputation and each of the four overlap
 # optimisations turned off change no number (bitwise); bad grids are refused before any work.
 . "$(dirname "$0")/../cli/lib.sh"
@@ -15,7 +15,7 @@ if [ -n "${GRID_MODEL_SED:-}" ]; then # parity_grid_llama.sh: the Llama settings
     PARITY_MODEL=$(echo "$PARITY_MODEL" | sed -e "$GRID_MODEL_SED")
 fi
 
-if [ -n "${GRID_MODEL_SED:-}" ]; then plan 26; else plan 61; fi
+if [ -n "${GRID_MODEL_SED:-}" ]; then plan 26; else plan 67; fi
 parity_reference
 parity_check g2x1x1 2 --tp-grid 2x1x1
 parity_check g1x2x1 2 --tp-grid 1x2x1
@@ -28,6 +28,11 @@ parity_heavy parity_check g1x1x2-dp2 4 --tp-grid 1x1x2 --ranks-per-node 2
 if [ -n "${GRID_MODEL_SED:-}" ]; then # the rest is the model's business only through these
     finish
 fi
+
+# AMSP's sharding over the data replicas beside the grid's own over Z: ZeRO-2 across the 2
+# replicas of a 1x2x1 grid; a 1x1x2 grid's optimizer states over all 4 ranks (s_p = s_g 2)
+parity_heavy parity_check g1x2x1-dp2-zero2 4 --tp-grid 1x2x1 --ranks-per-node 2 --zero-stage 2
+parity_heavy parity_check g1x1x2-dp2-os4 4 --tp-grid 1x1x2 --ranks-per-node 2 --shard-optim 4
 
 # the grid's special cases are the meshes they name: the same graphs, bitwise
 parity_bitwise tp2 "" 2 --tensor-model-parallel-size 2
