@@ -376,27 +376,37 @@ if "grid" in sections:
     # AxoNN's Section IV example: GPT-20B, 32k tokens (16 sequences of 2048), 16 GPUs = 4
     # Perlmutter nodes, its grid 2x2x4; and Section V's 32 GPUs, where its placement-aware
     # model ranks the measured best first.  Activation checkpointing, no pipeline, no memory
-    # limit (helix's states are fp32: AxoNN's bf16 activations are half as large).
+    # limit (helix's states are fp32: AxoNN's bf16 activations are half as large), any
+    # micro-batch (AxoNN runs a rank's whole share of the batch at once).
     for n in (16, 32):
         print("\n== AxoNN's grids: GPT-20B, 16 sequences of 2048, %d Perlmutter GPUs ==" % n)
         m = GPT["20B"]
         rows, count, _, _ = every(PERLMUTTER, n, gpt_flags(m, gbs=16),
                                   ["--pipeline-model-parallel-size", "1",
-                                   "--recompute-activations", "full", "--micro-batch-size", "1"],
+                                   "--recompute-activations", "full"],
                                   "GPT-20B grids, %d" % n)
-        print("  %s; the best grids (the best per grid, in the planner's order):" % count)
+        print("  %s; the best grids (the best per grid, in the planner's order; * needs more "
+              "than Perlmutter's 40 GiB):" % count)
         seen = []
         for k, r in enumerate(rows):
             if "x" in r.tp and r.tp not in seen:
                 seen.append(r.tp)
                 print("  %3d %-8s %8.0f ms  compute %7.0f  tp %7.0f  gather %7.0f  grad %7.0f"
-                      "  %5.1f GiB  %s" % (k + 1, r.tp, r.step_ms, r.compute, r.tpc, r.gather,
-                                           r.grad, r.total, r.desc()))
+                      "  %5.1f GiB%s  %s" % (k + 1, r.tp, r.step_ms, r.compute, r.tpc, r.gather,
+                                             r.grad, r.total, "*" if r.total > 40 else " ",
+                                             r.desc()))
         best = [r for r in rows if "x" not in r.tp][:1]
         if best:
             print("  best without a grid: %s, %.0f ms" % (best[0].desc(), best[0].step_ms))
-        if n == 16 and "2x2x4" in seen:
+        if "2x2x4" in seen:
             print("  AxoNN's 2x2x4: grid %d of %d" % (seen.index("2x2x4") + 1, len(seen)))
+        fit = [r for r in rows if r.total <= 40]  # Perlmutter's A100-40GB
+        grids = [r.tp for r in fit if "x" in r.tp]
+        if fit:
+            print("  in 40 GiB: first %s, %.0f ms; the best grid %s, %.0f ms, at %d of %d" % (
+                fit[0].desc(), fit[0].step_ms, grids[0] if grids else "none",
+                next((r.step_ms for r in fit if "x" in r.tp), 0),
+                next((k + 1 for k, r in enumerate(fit) if "x" in r.tp), 0), len(fit)))
 
 # ------------------------------------------------------------------------------------------
 if "simulate" in sections:

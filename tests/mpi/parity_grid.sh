@@ -15,7 +15,7 @@ if [ -n "${GRID_MODEL_SED:-}" ]; then # parity_grid_llama.sh: the Llama settings
     PARITY_MODEL=$(echo "$PARITY_MODEL" | sed -e "$GRID_MODEL_SED")
 fi
 
-if [ -n "${GRID_MODEL_SED:-}" ]; then plan 26; else plan 67; fi
+if [ -n "${GRID_MODEL_SED:-}" ]; then plan 28; else plan 67; fi
 parity_reference
 parity_check g2x1x1 2 --tp-grid 2x1x1
 parity_check g1x2x1 2 --tp-grid 1x2x1
@@ -25,6 +25,9 @@ parity_heavy parity_check g1x2x2 4 --tp-grid 1x2x2 --ranks-per-node 2
 parity_heavy parity_check g2x1x1-dp2 4 --tp-grid 2x1x1 --ranks-per-node 2
 parity_heavy parity_check g1x2x1-dp2 4 --tp-grid 1x2x1 --ranks-per-node 2
 parity_heavy parity_check g1x1x2-dp2 4 --tp-grid 1x1x2 --ranks-per-node 2
+# a policy never changes a number
+parity_heavy parity_bitwise g2x2x1-serial g2x2x1 4 --tp-grid 2x2x1 --ranks-per-node 2 \
+    --sched serial-comm
 if [ -n "${GRID_MODEL_SED:-}" ]; then # the rest is the model's business only through these
     finish
 fi
@@ -40,9 +43,7 @@ parity_bitwise g2x1x1-is-tp2 tp2 2 --tp-grid 2x1x1
 parity_bitwise zero3 "" 2 --zero-stage 3
 parity_bitwise g1x1x2-is-zero3 zero3 2 --tp-grid 1x1x2
 
-# a policy never changes a number; nor does turning an optimisation off (only edges)
-parity_heavy parity_bitwise g2x2x1-serial g2x2x1 4 --tp-grid 2x2x1 --ranks-per-node 2 \
-    --sched serial-comm
+# nor does another policy, or turning an optimisation off (only edges)
 parity_heavy parity_bitwise g1x2x2-prefetch g1x2x2 4 --tp-grid 1x2x2 --ranks-per-node 2 \
     --sched hx-prefetch
 # the parameter all-gathers a --no-overlap run's start-up line counts
