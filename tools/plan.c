@@ -32,11 +32,12 @@ static const char usage_text[] =
     "                  [--memory-per-gpu GIB] [--top K] [--shared-cores C] [--comm FILE]\n"
     "                  [--simulate-top K] [train flags]\n"
     "       mpirun -np N helix plan --measure FILE [--gpus-per-node G]\n\n"
-    "Which configuration to run: every mesh (tp inside a node with sequence parallelism, pp\n"
-    "plain or folded, dp), AMSP sharding (ZeRO-1/2/3, MiCS, mixes), micro-batch size and\n"
-    "recomputation helix can run the model in, priced from the graphs helix would build\n"
-    "(compute from the device's analytic model, collectives from a placement-aware ring\n"
-    "model of the machine's links), filtered by memory and ranked by predicted step time.\n"
+    "Which configuration to run: every mesh (tp inside a node with sequence parallelism or\n"
+    "AxoNN's 3D grid --tp-grid, pp plain or folded, dp), AMSP sharding (ZeRO-1/2/3, MiCS,\n"
+    "mixes), micro-batch size and recomputation helix can run the model in, priced from the\n"
+    "graphs helix would build (compute from the device's analytic model, collectives from a\n"
+    "placement-aware ring model of the machine's links, at least their inter-node sum),\n"
+    "filtered by memory and ranked by predicted step time.\n"
     "Prints the best with their terms and the `mpirun ... helix train` line of each.\n\n"
     "  --machine FILE       the cluster: nodes, GPUs, links (machines/README.md)\n"
     "  --device FILE        its GPU and CPU cores (devices/README.md)\n"
@@ -57,8 +58,9 @@ static const char usage_text[] =
     "                       and write them to FILE for --comm; nothing else runs\n\n"
     "The train flags give the model (--preset, --num-layers, ...), --seq-length and\n"
     "--global-batch-size (required: sequences per step); a mesh flag among them\n"
-    "(--tensor-model-parallel-size, --pipeline-model-parallel-size, --pipeline-fold,\n"
-    "--micro-batch-size, --zero-stage, --recompute-activations) fixes that choice.\n";
+    "(--tensor-model-parallel-size, --tp-grid, --pipeline-model-parallel-size,\n"
+    "--pipeline-fold, --micro-batch-size, --zero-stage, --recompute-activations) fixes\n"
+    "that choice.\n";
 
 struct plan_opts {
     const char *machine, *device, *measure, *comm;
