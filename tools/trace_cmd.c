@@ -18,14 +18,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: helix trace summarize TRACE [--baseline TRACE] [--json]\n"
-            "       helix trace svg TRACE -o OUT.svg [--step N|all]\n\n"
+            "       helix trace svg TRACE... -o OUT.svg [--step N|all] [--titles A,B,...]\n\n"
             "TRACE is a file of helix train --trace (every rank merged).\n\n"
             "summarize: per rank, means per training step (the first step, a warm-up, left\n"
             "  out when there are more): the step's span; busy time of the compute lane and of\n"
-            "  each communication lane; per collective op its time in flight (post to MPI\n"
-            "  completion), the part hidden under compute and the part exposed (the rank\n"
-            "  computed nothing meanwhile); the bubble (compute idle and no data/tensor-\n"
-            "  parallel collective in flight: pipeline waits and gaps).  --baseline gives a\n"
+            "  each communication lane, and each lane's exposed time (its collectives in\n"
+            "  flight while the rank computed nothing; time both lanes were exposed at once\n"
+            "  counts in each, so the two may sum to more than all ops' exposed time); per\n"
+            "  collective op its time in flight (post to MPI completion), the part hidden\n"
+            "  under compute and the part exposed (the rank computed nothing meanwhile); the\n"
+            "  bubble (compute idle and no data/tensor-parallel collective in flight:\n"
+            "  pipeline waits and gaps).  --baseline gives a\n"
             "  trace of the same job without overlap (--sched serial-comm) for Flux's metrics:\n"
             "  effective communication time ECT = span - baseline compute, overlap efficiency\n"
             "  E = 1 - ECT / ECT(baseline), and per op 1 - exposed / exposed(baseline), the\n"
@@ -35,7 +38,8 @@ static void usage(FILE *f)
             "  tensor-parallel ECT, and its efficiency 1 - exposed / exposed(baseline).\n"
             "  Transfers: collectives (tile messages) started per step; MB: what the rank\n"
             "  sent.  --json prints one object:\n"
-            "  {\"ranks\": [{\"rank\", \"span_ms\", \"steps\", \"lanes\": {...}, \"comm\": {op:\n"
+            "  {\"ranks\": [{\"rank\", \"span_ms\", \"steps\", \"lanes\": {...},\n"
+            "  \"lane_exposed_ms\": {\"comm intra-node\", \"comm inter-node\"}, \"comm\": {op:\n"
             "  {\"ms\", \"exposed_ms\", \"hidden_ms\", \"transfers\", \"mb\", \"efficiency\"}},\n"
             "  \"tensor_parallel\": {the same}, \"comm_ms\",\n"
             "  \"exposed_comm_ms\", \"hidden_comm_ms\", \"hidden_share\", \"ect_ms\",\n"
@@ -47,7 +51,11 @@ static void usage(FILE *f)
             "  of the time either worked.\n"
             "svg: a timeline of one step (default: the last; --step N, or all) with a band per\n"
             "  rank and a row per worker and channel, tasks colored by op class, strand beta\n"
-            "  hatched, and a legend; open it in a browser.\n");
+            "  hatched, and a legend; open it in a browser.  Several traces (the same job\n"
+            "  under several policies, say) are drawn one above the other on one time scale\n"
+            "  (the same ms per pixel: lengths compare), each under its title (--titles, one\n"
+            "  per trace, comma-separated; default its path) with its step's span, by default\n"
+            "  each trace's last step.\n");
 }
 
 static int load(const char *path, struct trace *t)
@@ -87,6 +95,9 @@ static void print_json(const struct rank_summary *rs, int n)
         json_num(stdout, "compute", s->compute_ms, ", ");
         json_num(stdout, "comm intra-node", s->lane_ms[0], ", ");
         json_num(stdout, "comm inter-node", s->lane_ms[1], "}, ");
+        printf("\"lane_exposed_ms\": {");
+        json_num(stdout, "comm intra-node", s->lane_exposed_ms[0], ", ");
+        json_num(stdout, "comm inter-node", s->lane_exposed_ms[1], "}, ");
         printf("\"comm\": {");
         for (int i = 0; i < s->nops; i++) {
             const struct trace_comm *c = &s->ops[i];
@@ -142,6 +153,8 @@ static void print_text(const struct trace *t, const struct rank_summary *rs, int
         printf("  busy       compute %.2f ms (%.1f%%), comm intra-node %.2f ms, comm inter-node "
                "%.2f ms\n", s->compute_ms, 100 * s->compute_ms / fmax(s->span_ms, 1e-9),
                s->lane_ms[0], s->lane_ms[1]);
+        printf("  exposed    comm intra-node %.2f ms, comm inter-node %.2f ms (no compute "
+               "meanwhile)\n", s->lane_exposed_ms[0], s->lane_exposed_ms[1]);
         printf("  %-16s %10s %10s %10s %8s %9s %9s%s\n", "communication", "in flight",
                "exposed", "hidden", "hidden", "transfers", "MB sent",
                with_base ? "  efficiency" : "");
@@ -243,23 +256,59 @@ static int summarize(int argc, char **argv)
     return ret;
 }
 
+#define SVG_MAX_TRACES 32
+
+/* Draw @p np >= 2 loaded traces stacked into @p f; @return as main's exit codes. */
+static int svg_stack(struct trace *t, const char *const *paths, const char *const *titles,
+                     int np, const char *step_arg, int step, FILE *f)
+{
+    const struct trace *tp[SVG_MAX_TRACES];
+    for (int i = 0; i < np; i++) {
+        tp[i] = &t[i];
+    }
+    if (step_arg == NULL) {
+        step = TRACE_SVG_LAST;
+    } else if (strcmp(step_arg, "all") == 0) {
+        step = TRACE_SVG_ALL;
+    }
+    int r = trace_svg_stack(tp, titles != NULL ? titles : paths, np, step, f);
+    if (r > 0 && step == TRACE_SVG_LAST) {
+        fprintf(stderr, "helix trace svg: error: '%s' has no task\n", paths[r - 1]);
+    } else if (r > 0) {
+        fprintf(stderr, "helix trace svg: error: '%s' has no task of step %d; give a step of "
+                "every trace or --step all\n", paths[r - 1], step);
+    }
+    if (r > 0) {
+        return 2;
+    }
+    return r < 0;
+}
+
 static int svg(int argc, char **argv)
 {
-    const char *path = NULL, *out = NULL, *step_arg = NULL;
+    const char *paths[SVG_MAX_TRACES], *out = NULL, *step_arg = NULL, *titles_arg = NULL;
+    const char *titles[SVG_MAX_TRACES];
+    int np = 0, nt = 0;
     for (int i = 3; i < argc; i++) {
         if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
             out = argv[++i];
         } else if (strcmp(argv[i], "--step") == 0 && i + 1 < argc) {
             step_arg = argv[++i];
+        } else if (strcmp(argv[i], "--titles") == 0 && i + 1 < argc) {
+            titles_arg = argv[++i];
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "helix trace svg: error: unknown or incomplete flag '%s'; see helix "
                     "trace --help\n", argv[i]);
             return 2;
+        } else if (np == SVG_MAX_TRACES) {
+            fprintf(stderr, "helix trace svg: error: at most %d traces in one SVG\n",
+                    SVG_MAX_TRACES);
+            return 2;
         } else {
-            path = argv[i];
+            paths[np++] = argv[i];
         }
     }
-    if (path == NULL || out == NULL) {
+    if (np == 0 || out == NULL) {
         fprintf(stderr, "helix trace svg: error: give a trace and -o OUT.svg (helix trace svg "
                 "TRACE -o OUT.svg)\n");
         return 2;
@@ -272,39 +321,73 @@ static int svg(int argc, char **argv)
                 "'all', not '%s'\n", step_arg);
         return 2;
     }
-    struct trace t;
-    if (load(path, &t) != 0) {
+    char *tcopy = titles_arg != NULL ? strdup(titles_arg) : NULL;
+    if (titles_arg != NULL && tcopy == NULL) {
+        fprintf(stderr, "helix trace svg: error: out of memory\n");
+        return 1;
+    }
+    for (char *c = tcopy, *next; c != NULL && nt < SVG_MAX_TRACES + 1; c = next) {
+        next = strchr(c, ',');
+        if (next != NULL) {
+            *next++ = '\0';
+        }
+        if (nt < SVG_MAX_TRACES) {
+            titles[nt] = c;
+        }
+        nt++;
+    }
+    if (titles_arg != NULL && nt != np) {
+        fprintf(stderr, "helix trace svg: error: --titles names %d trace%s, %d given: one "
+                "title per trace, comma-separated\n", nt, nt == 1 ? "" : "s", np);
+        free(tcopy);
         return 2;
     }
-    int *steps = malloc(sizeof(int) * ((size_t)t.n + 1));
-    int ns = steps != NULL ? trace_steps(&t, steps) : 0;
-    if (step_arg != NULL && strcmp(step_arg, "all") == 0) {
-        step = TRACE_SVG_ALL;
-    } else if (step_arg == NULL) {
-        step = ns > 0 ? steps[ns - 1] : TRACE_SVG_ALL; /* the last step, warm */
+    struct trace t[SVG_MAX_TRACES];
+    int nl = 0;
+    while (nl < np && load(paths[nl], &t[nl]) == 0) {
+        nl++;
     }
-    free(steps);
-    FILE *f = fopen(out, "w");
-    if (f == NULL) {
+    int ret = nl < np ? 2 : 0;
+    FILE *f = NULL;
+    if (ret == 0 && (f = fopen(out, "w")) == NULL) {
         fprintf(stderr, "helix trace svg: error: cannot create '%s': %s\n", out, strerror(errno));
-        trace_free(&t);
-        return 1;
+        ret = 1;
     }
-    int r = trace_svg(&t, step, path, f);
-    int bad = fclose(f) != 0 || r < 0;
-    trace_free(&t);
-    if (r == 1) {
-        fprintf(stderr, "helix trace svg: error: '%s' has no task of step %d; give one of its "
-                "steps or --step all\n", path, step);
+    if (ret == 0 && np > 1) {
+        ret = svg_stack(t, paths, titles_arg != NULL ? titles : NULL, np, step_arg, step, f);
+    } else if (ret == 0) { /* one trace: its own scale */
+        int *steps = malloc(sizeof(int) * ((size_t)t[0].n + 1));
+        int ns = steps != NULL ? trace_steps(&t[0], steps) : 0;
+        if (step_arg != NULL && strcmp(step_arg, "all") == 0) {
+            step = TRACE_SVG_ALL;
+        } else if (step_arg == NULL) {
+            step = ns > 0 ? steps[ns - 1] : TRACE_SVG_ALL; /* the last step, warm */
+        }
+        free(steps);
+        int r = trace_svg(&t[0], step, titles_arg != NULL ? titles[0] : paths[0], f);
+        if (r == 1) {
+            fprintf(stderr, "helix trace svg: error: '%s' has no task of step %d; give one of "
+                    "its steps or --step all\n", paths[0], step);
+        }
+        ret = r == 1 ? 2 : r < 0;
+    }
+    if (f != NULL && fclose(f) != 0 && ret == 0) {
+        ret = 1;
+    }
+    for (int i = 0; i < nl; i++) {
+        trace_free(&t[i]);
+    }
+    free(tcopy);
+    if (ret == 2 && f != NULL) {
         remove(out);
-        return 2;
     }
-    if (bad) {
+    if (ret == 1 && f != NULL) {
         fprintf(stderr, "helix trace svg: error: writing '%s' failed\n", out);
-        return 1;
     }
-    printf("wrote %s\n", out);
-    return 0;
+    if (ret == 0) {
+        printf("wrote %s\n", out);
+    }
+    return ret;
 }
 
 int cmd_trace(int argc, char **argv)

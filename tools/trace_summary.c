@@ -7,6 +7,10 @@
  *   comm (op)    union of the op's collectives, from post to MPI completion;
  *   hidden       comm ∩ compute: in flight while the rank computed;
  *   exposed      comm − compute: the rank waited on the network and computed nothing;
+ *   lane exposed lane − compute, per communication lane (intra-node, inter-node): each
+ *                lane's collectives in flight with no compute running; time both lanes are
+ *                exposed at once counts in each, so the two can sum to more than exposed
+ *                (and each is at most exposed and at most its lane's busy time);
  *   bubble       span − compute − exposed data/tensor-parallel collectives, over span: the
  *                compute lane idle and waiting on no collective but a pipeline send/recv or
  *                on nothing (for pipelines: the bubble; otherwise: scheduling gaps);
@@ -197,7 +201,9 @@ static void add_step(struct rank_summary *r, const struct trace_event *const *ev
     static const char *lanes[] = { "comm intra-node", "comm inter-node" };
     for (int l = 0; l < 2; l++) {
         int k = select_merged(ev, n, on_lane, lanes[l], buf);
-        r->lane_ms[l] += measure(buf, k);
+        double busy = measure(buf, k);
+        r->lane_ms[l] += busy;
+        r->lane_exposed_ms[l] += busy - overlap(buf, k, cbuf, nc);
     }
     int nt = select_merged(ev, n, on_tp, NULL, buf);
     double tpt = measure(buf, nt), tph = overlap(buf, nt, cbuf, nc);
@@ -272,6 +278,7 @@ int trace_summarize(const struct trace *t, struct rank_summary **out, int *nstep
         rs[r].span_ms /= k, rs[r].compute_ms /= k, rs[r].comm_ms /= k;
         rs[r].hidden_ms /= k, rs[r].exposed_ms /= k, rs[r].bubble_ms /= k;
         rs[r].lane_ms[0] /= k, rs[r].lane_ms[1] /= k;
+        rs[r].lane_exposed_ms[0] /= k, rs[r].lane_exposed_ms[1] /= k;
         rs[r].strand_ms[0] /= k, rs[r].strand_ms[1] /= k, rs[r].corun_ms /= k;
         for (int i = 0; i <= rs[r].nops; i++) {
             struct trace_comm *c = i < rs[r].nops ? &rs[r].ops[i] : &rs[r].tp;

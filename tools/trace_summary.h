@@ -19,6 +19,13 @@ struct rank_summary {
     int rank, steps;
     double span_ms, compute_ms, comm_ms, hidden_ms, exposed_ms, bubble_ms;
     double lane_ms[2];              /* comm intra-node, comm inter-node */
+    double lane_exposed_ms[2];      /* each lane's exposed time: its collectives in flight
+                                     * while the rank ran no compute task, |lane - compute|.
+                                     * Each lane gets all of its own uncovered time, so time
+                                     * both lanes were exposed at once counts in both: with
+                                     * every collective on one of the two lanes,
+                                     * max(lane_exposed_ms) <= exposed_ms <= their sum, and
+                                     * lane_exposed_ms[l] <= lane_ms[l] */
     struct trace_comm ops[TRACE_MAX_OPS];
     int nops;
     struct trace_comm tp;           /* every collective of the tensor-parallel channels (tp,

@@ -5,7 +5,11 @@
  * them so), time left to right with a ms axis; each task a rectangle colored by op class
  * (GEMM, attention, norm and element-wise, optimizer, and each collective kind), strand
  * beta's tasks hatched, a legend below.  Hovering a task shows its op, micro-batch, layer
- * and duration.  Test: tests/mpi/trace.sh (renders it to PNG and checks it is not blank). */
+ * and duration.  trace_svg_stack draws several traces (one job under several scheduling
+ * policies, for helix compare) one band above the other on one time scale, each band the
+ * same drawing under its own title line, one legend below.  Test: tests/mpi/trace.sh
+ * (renders it to PNG and checks it is not blank; a stack of two is valid XML with both
+ * titles). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,58 +101,68 @@ static int rank_rows(const struct trace *t, int r, int step, int *tids)
     return k;
 }
 
-int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
+/* The window's first task start and last task end into @p t0, @p t1; @return 0, 1 when the
+ * window holds no event. */
+static int window(const struct trace *t, int step, double *t0, double *t1)
 {
-    double t0 = INFINITY, t1 = -INFINITY;
-    int *tids = malloc(sizeof(int) * ((size_t)t->n + 1)), nrows = 0;
-    if (tids == NULL) {
-        return -1;
-    }
+    *t0 = INFINITY, *t1 = -INFINITY;
     for (int i = 0; i < t->n; i++) {
         if (in_window(&t->ev[i], step)) {
-            t0 = fmin(t0, t->ev[i].t0), t1 = fmax(t1, t->ev[i].t1);
+            *t0 = fmin(*t0, t->ev[i].t0), *t1 = fmax(*t1, t->ev[i].t1);
         }
     }
-    if (!(t1 > t0)) {
-        free(tids);
-        return 1; /* nothing in the window */
-    }
-    double y = TOP;
-    int total_rows = 0;
+    return !(*t1 > *t0);
+}
+
+/* The rows of @p t's band: every rank's header and threads */
+static int band_rows(const struct trace *t, int step, int *tids)
+{
+    int rows = 0;
     for (int r = 0; r < t->nranks; r++) {
-        total_rows += rank_rows(t, r, step, tids) + 1; /* + the rank's header */
+        rows += rank_rows(t, r, step, tids) + 1; /* + the rank's header */
     }
-    double height = TOP + total_rows * ROW + t->nranks * 8 + 90;
-    double plotw = WIDTH - LEFT - RIGHT, span = t1 - t0;
-#define X(ms) (LEFT + ((ms) - t0) / span * plotw)
+    return rows;
+}
+
+static double band_height(const struct trace *t, int rows)
+{
+    return rows * ROW + t->nranks * 8;
+}
+
+static void put_escaped(FILE *f, const char *s)
+{
+    for (const char *c = s; *c; c++) { /* titles are paths or names: escape XML */
+        fputs(*c == '<' ? "&lt;" : *c == '>' ? "&gt;" : *c == '&' ? "&amp;" : (char[]){ *c, 0 },
+              f);
+    }
+}
+
+static void svg_open(FILE *f, double height)
+{
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
             "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
             "<defs><pattern id=\"beta\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
             "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" fill=\"white\" "
             "fill-opacity=\"0.55\"/></pattern></defs>\n"
-            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-            "<text x=\"%.0f\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", WIDTH, height,
-            WIDTH, height, LEFT);
-    for (const char *c = title; *c; c++) { /* the title is a path: escape XML */
-        fputs(*c == '<' ? "&lt;" : *c == '>' ? "&gt;" : *c == '&' ? "&amp;" : (char[]){ *c, 0 },
-              f);
-    }
-    fprintf(f, " — %s, %.1f ms</text>\n", step == TRACE_SVG_ALL ? "whole trace" : "one step",
-            span);
-    if (step != TRACE_SVG_ALL) {
-        fprintf(f, "<text x=\"%.0f\" y=\"36\" fill=\"#555\">training step %d; time from the "
-                "step's first task (ms)</text>\n", LEFT, step);
-    }
-    double dt = tick_step(span);
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", WIDTH, height, WIDTH,
+            height);
+}
+
+/* One band: the ms axis (ticks every @p dt ms over the window's @p span) and a block of rows
+ * per rank from @p y, the window starting at @p t0 and @p full ms spanning the plot's width
+ * (the same for every band of a stack: lengths compare).  @return the y below the band. */
+static double band(FILE *f, const struct trace *t, int step, double t0, double span,
+                   double full, double dt, double y, int rows, int *tids)
+{
+    double plotw = WIDTH - LEFT - RIGHT;
+#define X(ms) (LEFT + ((ms) - t0) / full * plotw)
     for (double x = 0; x <= span + 1e-9; x += dt) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/>"
                 "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#555\">%g</text>\n",
-                X(t0 + x), TOP - 8, X(t0 + x), TOP + total_rows * ROW + t->nranks * 8,
-                X(t0 + x), TOP - 12, x);
+                X(t0 + x), y - 8, X(t0 + x), y + band_height(t, rows), X(t0 + x), y - 12, x);
     }
-    y = TOP;
     for (int r = 0; r < t->nranks; r++) {
-        nrows = rank_rows(t, r, step, tids);
+        int nrows = rank_rows(t, r, step, tids);
         fprintf(f, "<rect x=\"0\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#f4f4f4\"/>"
                 "<text x=\"6\" y=\"%.0f\" font-weight=\"bold\">rank %d%s%s%s</text>\n", y, WIDTH,
                 ROW, y + 12, r, t->host[r][0] ? " (" : "", t->host[r], t->host[r][0] ? ")" : "");
@@ -177,7 +191,13 @@ int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
         }
         y += 8;
     }
-    /* legend */
+#undef X
+    return y;
+}
+
+/* The legend from @p y (the bottom of the last band; it takes up to 90 px) and the end */
+static void legend_close(FILE *f, double y)
+{
     double lx = LEFT, ly = y + 24;
     fprintf(f, "<text x=\"6\" y=\"%.0f\" font-weight=\"bold\">legend</text>\n", ly + 10);
     for (size_t c = 0; c < sizeof classes / sizeof classes[0]; c++) {
@@ -193,7 +213,97 @@ int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
             "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"12\" fill=\"url(#beta)\"/>"
             "<text x=\"%.0f\" y=\"%.0f\">strand beta (hatched)</text>\n</svg>\n", lx, ly, lx, ly,
             lx + 18, ly + 10);
-#undef X
+}
+
+int trace_svg(const struct trace *t, int step, const char *title, FILE *f)
+{
+    double t0, t1;
+    int *tids = malloc(sizeof(int) * ((size_t)t->n + 1));
+    if (tids == NULL) {
+        return -1;
+    }
+    if (window(t, step, &t0, &t1) != 0) {
+        free(tids);
+        return 1; /* nothing in the window */
+    }
+    int rows = band_rows(t, step, tids);
+    double span = t1 - t0;
+    svg_open(f, TOP + band_height(t, rows) + 90);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"15\" font-weight=\"bold\">", LEFT);
+    put_escaped(f, title);
+    fprintf(f, " — %s, %.1f ms</text>\n", step == TRACE_SVG_ALL ? "whole trace" : "one step",
+            span);
+    if (step != TRACE_SVG_ALL) {
+        fprintf(f, "<text x=\"%.0f\" y=\"36\" fill=\"#555\">training step %d; time from the "
+                "step's first task (ms)</text>\n", LEFT, step);
+    }
+    legend_close(f, band(f, t, step, t0, span, span, tick_step(span), TOP, rows, tids));
     free(tids);
     return ferror(f) ? -1 : 0;
+}
+
+#define STACK_TOP 44.0  /* the stack's caption */
+#define BAND_TOP 40.0   /* a band's title and axis, above its rows */
+#define BAND_GAP 16.0
+
+int trace_svg_stack(const struct trace *const *t, const char *const *titles, int n, int step,
+                    FILE *f)
+{
+    if (n < 1) {
+        return 1; /* no trace: nothing to draw */
+    }
+    size_t most = 1;
+    for (int i = 0; i < n; i++) {
+        most = (size_t)t[i]->n + 1 > most ? (size_t)t[i]->n + 1 : most;
+    }
+    int *tids = malloc(sizeof(int) * most), *steps = malloc(sizeof(int) * most);
+    int *win = malloc(sizeof(int) * (size_t)n), *rows = malloc(sizeof(int) * (size_t)n);
+    double *t0 = malloc(sizeof(double) * (size_t)n), *span = malloc(sizeof(double) * (size_t)n);
+    int ret = 0;
+    if (tids == NULL || steps == NULL || win == NULL || rows == NULL || t0 == NULL ||
+        span == NULL) {
+        ret = -1;
+        goto out;
+    }
+    double full = 0, height = STACK_TOP;
+    for (int i = 0; i < n; i++) {
+        int ns = step == TRACE_SVG_LAST ? trace_steps(t[i], steps) : 0;
+        win[i] = step != TRACE_SVG_LAST ? step : ns > 0 ? steps[ns - 1] : TRACE_SVG_ALL;
+        double t1;
+        if (window(t[i], win[i], &t0[i], &t1) != 0) {
+            ret = 1 + i; /* nothing in trace i's window */
+            goto out;
+        }
+        span[i] = t1 - t0[i];
+        full = fmax(full, span[i]);
+        rows[i] = band_rows(t[i], win[i], tids);
+        height += BAND_TOP + band_height(t[i], rows[i]) + BAND_GAP;
+    }
+    double dt = tick_step(full), y = STACK_TOP;
+    svg_open(f, height + 90);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"15\" font-weight=\"bold\">%d runs, one "
+            "step each</text>\n<text x=\"%.0f\" y=\"36\" fill=\"#555\">time from each step's "
+            "first task (ms), one scale for all: %.1f ms spans the width</text>\n", LEFT, n,
+            LEFT, full);
+    for (int i = 0; i < n; i++) {
+        char name[32] = "";
+        if (titles == NULL || titles[i] == NULL) {
+            snprintf(name, sizeof name, "trace %d", i + 1);
+        }
+        fprintf(f, "<text x=\"6\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\">", y + 14);
+        put_escaped(f, titles == NULL || titles[i] == NULL ? name : titles[i]);
+        fprintf(f, ": %s %.1f ms", win[i] == TRACE_SVG_ALL ? "whole trace" : "step", span[i]);
+        if (win[i] != TRACE_SVG_ALL) {
+            fprintf(f, " <tspan fill=\"#555\" font-weight=\"normal\">(training step %d)</tspan>",
+                    win[i]);
+        }
+        fprintf(f, "</text>\n");
+        y = band(f, t[i], win[i], t0[i], span[i], full, dt, y + BAND_TOP, rows[i], tids);
+        y += BAND_GAP;
+    }
+    legend_close(f, y - BAND_GAP);
+    ret = ferror(f) ? -1 : 0;
+out:
+    free(tids), free(steps), free(win), free(rows), free(t0), free(span);
+    return ret;
 }

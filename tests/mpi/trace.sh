@@ -14,11 +14,19 @@
 #    0-10 and 30-35 ms, beta 5-20 ms and a receive 20-40 ms (waiting, not work): 15, 15,
 #    both 5 ms, 20% of the 25 ms either works;
 #  - `helix trace svg`: an SVG that rsvg-convert renders to a PNG that is not blank;
+#  - each lane's exposed time (lane_exposed_ms, and the text's "exposed" line): on the ZeRO-3
+#    trace and on one under serial-comm with a rank per node (its collectives on the
+#    inter-node lane), each lane's at most its busy time, max(lanes) <= exposed <= sum; on a
+#    hand-made trace, exactly: intra-node 0-10 ms, inter-node 5-15, compute 8-12: 8 and 6 ms
+#    exposed, 11 in all (the 5-8 ms both lanes were exposed counts in each);
+#  - `helix trace svg A B -o OUT --titles a,b`: the two runs stacked in one valid SVG under
+#    both titles, on one scale (the longer step spans the width, the other its share of it),
+#    rendered by rsvg-convert; --titles of another count and a step one trace lacks exit 2;
 #  - bad input (a missing file, a file that is no trace, svg without -o) exits 2 naming it.
 # Nothing here is timed: the checks hold for any speed.
 . "$(dirname "$0")/../cli/lib.sh"
 . "$(dirname "$0")/lib.sh"
-plan 12
+plan 18
 M="--preset tiny --train-iters 3 --eval-interval 0 --sample-tokens 0 --zero-stage 3
  --comm-timeout 60"
 # shellcheck disable=SC2086
@@ -207,6 +215,104 @@ print("%dx%d, %d colours, %.1f%% not white" % (w, h, len(colors), 100 * share))
 PY
 rc=$?
 ok "the PNG is not blank ($(tail -1 "$TMP/png.txt"))" "[ $rc -eq 0 ]"
+# shellcheck disable=SC2086
+run hx_mpirun 2 "$HELIX" train $M --sched serial-comm --ranks-per-node 1 --trace "$TMP/sc.json"
+ok "serial-comm, a rank per node, with --trace" 'rc_is 0 && [ -s "$TMP/sc.json" ]'
+"$HELIX" trace summarize "$TMP/z3.json" --json >"$TMP/z3_sum.json" &&
+    "$HELIX" trace summarize "$TMP/sc.json" --json >"$TMP/sc_sum.json" &&
+    "$HELIX" trace summarize "$TMP/sc.json" >"$TMP/sc_sum.txt"
+rc=$?
+python3 - "$TMP/z3_sum.json" "$TMP/sc_sum.json" >"$TMP/lanes.txt" 2>&1 <<'PY'
+import json, sys
+tol, lanes, say = 1e-3, ("comm intra-node", "comm inter-node"), []
+for path in sys.argv[1:]:
+    for r in json.load(open(path))["ranks"]:
+        ex = r["lane_exposed_ms"]
+        assert sorted(ex) == sorted(lanes), "lane_exposed_ms %s" % ex
+        for l in lanes:
+            assert -tol <= ex[l] <= r["lanes"][l] + tol, "%s: %s exposed %s, busy %s" % (
+                path, l, ex[l], r["lanes"][l])
+        assert max(ex.values()) <= r["exposed_comm_ms"] + tol <= sum(ex.values()) + 2 * tol, \
+            "%s rank %d: lanes %s, exposed %s" % (path, r["rank"], ex, r["exposed_comm_ms"])
+    r0 = json.load(open(path))["ranks"][0]
+    say.append("%.2f/%.2f" % (r0["lane_exposed_ms"]["comm intra-node"],
+                              r0["lane_exposed_ms"]["comm inter-node"]))
+sc = json.load(open(sys.argv[2]))["ranks"][0]
+assert sc["lanes"]["comm inter-node"] > 0 and sc["lanes"]["comm intra-node"] == 0, sc["lanes"]
+print("rank 0 exposed intra/inter-node: ZeRO-3 %s ms, serial-comm a rank per node %s ms" %
+      tuple(say))
+PY
+rc_py=$?
+ok "summarize: each lane's exposed time within its busy time, max <= exposed <= sum, in \
+--json and text ($(tail -1 "$TMP/lanes.txt"))" \
+    "[ $rc -eq 0 ] && [ $rc_py -eq 0 ] && grep -q \
+        '^  exposed    comm intra-node [0-9.]* ms, comm inter-node [0-9.]* ms' '$TMP/sc_sum.txt'"
+lane() { # LANE TS_MS DUR_MS: a rank-0 collective of step 0 on LANE
+    printf '{"name": "allreduce", "cat": "comm", "ph": "X", "ts": %d, "dur": %d, "pid": 0, ' \
+        $(($2 * 1000)) $(($3 * 1000))
+    printf '"tid": %d, "args": {"lane": "comm %s", "step": 0, "strand": -1, "collective": 1, ' \
+        "$([ "$1" = intra-node ] && echo 8 || echo 9)" "$1"
+    printf '"bytes": 1000}},\n'
+}
+{
+    printf '{"traceEvents": [\n'
+    lane intra-node 0 10; lane inter-node 5 10; cpu 8 4; printf '\n]}\n'
+} >"$TMP/lanes.json"
+"$HELIX" trace summarize "$TMP/lanes.json" --json >"$TMP/lanes_sum.json"
+run "$HELIX" trace summarize "$TMP/lanes.json"
+ok "summarize two lanes by hand: 8 and 6 ms exposed, 11 in all (json and text)" \
+    'rc_is 0 && out_has "^  exposed    comm intra-node 8.00 ms, comm inter-node 6.00 ms" &&
+     out_has "^  all  *15.00 ms  *11.00 ms  *4.00 ms" &&
+     grep -q "\"lane_exposed_ms\": {\"comm intra-node\": 8, \"comm inter-node\": 6}" \
+        "$TMP/lanes_sum.json"'
+run "$HELIX" trace svg "$TMP/z3.json" "$TMP/sc.json" -o "$TMP/stack.svg" \
+    --titles "zero3,serial-comm"
+cp "$OUT" "$TMP/stack.out"
+rc_stack=$RC
+xml=0
+if command -v xmllint >/dev/null 2>&1; then
+    xmllint --noout "$TMP/stack.svg" 2>"$TMP/xmllint.err" || xml=$?
+fi
+python3 - "$TMP/stack.svg" >"$TMP/stack.txt" 2>&1 <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+texts = ["".join(t.itertext()) for t in root.iter(ns + "text")]
+spans = {}
+for name in ("zero3", "serial-comm"):
+    m = [re.match(r"%s: step ([0-9.]+) ms \(training step 2\)$" % name, t) for t in texts]
+    m = [x for x in m if x]
+    assert len(m) == 1, "title %s: %s" % (name, [t for t in texts if name in t])
+    spans[name] = float(m[0].group(1))
+assert sum(t.startswith("legend") for t in texts) == 1, "not one legend"
+assert sum(t.startswith("rank 0") for t in texts) == 2, "not two bands"
+# the bands in document order; each task's right edge; LEFT 170, plot width 1410
+bands, cur = [], None
+for el in root.iter():
+    if el.tag == ns + "text" and re.match(r"(zero3|serial-comm): step", "".join(el.itertext())):
+        cur = []
+        bands.append(cur)
+    elif el.tag == ns + "rect" and el.find(ns + "title") is not None and cur is not None:
+        cur.append(float(el.get("x")) + float(el.get("width")))
+full = max(spans.values())
+for name, edges in zip(("zero3", "serial-comm"), bands):
+    want = 170 + spans[name] / full * 1410
+    assert edges and abs(max(edges) - want) < 0.06 / full * 1410 + 1, \
+        "%s ends at x %.1f, not %.1f: not one scale" % (name, max(edges), want)
+print("steps %.1f and %.1f ms, one scale" % (spans["zero3"], spans["serial-comm"]))
+PY
+rc=$?
+rsvg-convert "$TMP/stack.svg" -o "$TMP/stack.png" 2>"$TMP/rsvg.err" || rc=9
+ok "svg of two traces: one valid SVG, both titles, one scale, rendered \
+($(tail -1 "$TMP/stack.txt"))" \
+    "[ $rc_stack -eq 0 ] && [ $xml -eq 0 ] && [ $rc -eq 0 ] && [ -s '$TMP/stack.png' ] &&
+     grep -q '^wrote .*stack.svg' '$TMP/stack.out'"
+run "$HELIX" trace svg "$TMP/z3.json" "$TMP/sc.json" -o "$TMP/bad.svg" --titles "zero3"
+ok "svg: --titles naming 1 of 2 traces: exit 2" \
+    'rc_is 2 && err_has "titles names 1 trace, 2 given"'
+run "$HELIX" trace svg "$TMP/z3.json" "$TMP/sc.json" -o "$TMP/bad.svg" --step 7
+ok "svg of two traces at a step they lack: exit 2 naming the first, no file" \
+    'rc_is 2 && err_has "z3.json. has no task of step 7" && [ ! -e "$TMP/bad.svg" ]'
 run "$HELIX" trace summarize "$TMP/missing.json"
 ok "summarize a missing file: exit 2, named" 'rc_is 2 && err_has "cannot read trace .*missing.json"'
 echo '{"a": 1}' >"$TMP/other.json"
