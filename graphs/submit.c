@@ -17,6 +17,7 @@
 #include "helix/runtime.h"
 #include "helix/trace.h"
 #include "runtime/sim_models.h"
+#include "runtime/stall.h"
 
 static enum starpu_data_access_mode starpu_mode(enum hx_access m)
 {
@@ -217,7 +218,7 @@ int hx_graph_submit_timed(hx_graph_t g, int first, int last, struct hx_task_time
 
 int hx_graph_wait(hx_graph_t g)
 {
-    starpu_task_wait_for_all();
+    hx_stall_wait_for_all(); /* (the task watchdog: hx_runtime_opts.stall_timeout) */
     for (int k = 0; k < g->tags.n; k++) {
         starpu_tag_remove(tag_of(g, g->tags.nodes[k]));
         g->tags.declared[g->tags.nodes[k]] = 0;

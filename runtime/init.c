@@ -6,7 +6,8 @@
  * count is validated before anything starts.  With opts.mpi, StarPU-MPI starts StarPU on the
  * MPI that hx_mpi_init started (initialize_mpi = 0, so it neither initialises nor finalises
  * MPI; starpu.md §5) with the same explicit worker count: left unset, StarPU-MPI would keep
- * a core for its own thread.  Tests: tests/schedulers/registry.c, tests/mpi/collectives.c. */
+ * a core for its own thread.  Waits go through the task watchdog (runtime/stall.c).
+ * Tests: tests/schedulers/registry.c, tests/mpi/collectives.c. */
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "runtime/devices.h"
+#include "runtime/stall.h"
 
 static int up, up_mpi;
 static char sched_name[64];
@@ -171,6 +173,7 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     }
     up_mpi = o->mpi;
     up = 1;
+    hx_stall_configure(o->stall_timeout);
     if ((ret = hx_devices_check(&conf)) != HX_OK) {
         hx_runtime_shutdown();
         return ret;
@@ -189,7 +192,8 @@ void hx_runtime_shutdown(void)
     if (!up) {
         return;
     }
-    starpu_task_wait_for_all();
+    hx_stall_wait_for_all();
+    hx_stall_stop();
     hx_devices_shutdown();
     if (up_mpi) {
         starpu_mpi_shutdown(); /* stops StarPU too; MPI stays up for hx_mpi_finalize */

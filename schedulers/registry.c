@@ -9,12 +9,15 @@
  * hx_runtime_init.
  * Test: tests/schedulers/registry.c; every name is run by tests/schedulers/every_task_once.c. */
 #include <starpu.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "helix/error.h"
 #include "helix/graph.h"
 #include "helix/sched.h"
+#include "helix/sched_plugin.h"
+#include "schedulers/registry_origin.h"
 
 #define HX_SCHED_MAX_REGISTERED 16
 /* StarPU 1.3 has 34 built-in policies; names past this bound are left out of hx_sched_names */
@@ -22,20 +25,37 @@
 
 struct entry {
     struct starpu_sched_policy *policy;
-    unsigned needs; /* enum hx_sched_need bits */
+    unsigned needs;     /* enum hx_sched_need bits */
+    const char *origin; /* the plug-in file that registered it, or NULL */
 };
 
 static const struct entry helix_policies[] = {
-    { &hx_sched_prio, 0 },
-    { &hx_sched_strand, HX_SCHED_NEEDS_STRAND_PLAN },
-    { &hx_sched_wavelet, 0 },
-    { &hx_sched_prefetch, HX_SCHED_NEEDS_PREFETCH },
-    { &hx_sched_serial_comm, HX_SCHED_NEEDS_SERIAL_COMM },
+    { &hx_sched_prio, 0, NULL },
+    { &hx_sched_strand, HX_SCHED_NEEDS_STRAND_PLAN, NULL },
+    { &hx_sched_wavelet, 0, NULL },
+    { &hx_sched_prefetch, HX_SCHED_NEEDS_PREFETCH, NULL },
+    { &hx_sched_serial_comm, HX_SCHED_NEEDS_SERIAL_COMM, NULL },
 };
 #define NHELIX (sizeof helix_policies / sizeof helix_policies[0])
 
 static struct entry registered[HX_SCHED_MAX_REGISTERED];
 static int nregistered;
+static const char *loading; /* the plug-in whose entry point runs now (registry_origin.h) */
+
+void hx_sched_registry_loading(const char *plugin)
+{
+    loading = plugin;
+}
+
+/* " in plug-in FILE" while a plug-in registers, else "" (for messages) */
+static const char *from_where(char *buf, size_t cap)
+{
+    if (loading == NULL) {
+        return "";
+    }
+    snprintf(buf, cap, " in plug-in %s", loading);
+    return buf;
+}
 
 /* helix + registered + StarPU + NULL; rebuilt on the next hx_sched_names after a register */
 static const char *names[NHELIX + HX_SCHED_MAX_REGISTERED + HX_SCHED_MAX_STARPU + 1];
@@ -119,29 +139,33 @@ int hx_sched_is_known(const char *name)
 
 int hx_sched_register(struct starpu_sched_policy *policy, unsigned needs)
 {
+    char in[4200];
+    const char *where = from_where(in, sizeof in);
     if (policy == NULL || policy->policy_name == NULL || policy->policy_name[0] == '\0') {
-        return HX_ERR(HX_EINVAL, "hx_sched_register: the policy needs a policy_name");
+        return HX_ERR(HX_EINVAL, "hx_sched_register%s: the policy needs a policy_name", where);
     }
     if (policy->push_task == NULL || policy->pop_task == NULL) {
-        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\"): push_task and pop_task are required",
-                      policy->policy_name);
+        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\")%s: push_task and pop_task are "
+                      "required", policy->policy_name, where);
     }
     if (hx_sched_is_known(policy->policy_name)) {
-        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\"): that name is taken (%s)",
-                      policy->policy_name,
-                      hx_sched_find(policy->policy_name) ? "by helix or an earlier register"
-                                                         : "by a StarPU built-in policy");
+        const struct entry *e = lookup(policy->policy_name);
+        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\")%s: that name is taken (%s%s); "
+                      "give the policy another policy_name", policy->policy_name, where,
+                      e == NULL ? "by a StarPU built-in policy"
+                      : e->origin != NULL ? "by plug-in " : "by helix or an earlier register",
+                      e != NULL && e->origin != NULL ? e->origin : "");
     }
     if ((needs & ~(unsigned)HX_SCHED_NEEDS_ALL) != 0) {
-        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\"): needs 0x%x has bits that are no "
-                      "enum hx_sched_need (known: 0x%x)", policy->policy_name, needs,
+        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\")%s: needs 0x%x has bits that are no "
+                      "enum hx_sched_need (known: 0x%x)", policy->policy_name, where, needs,
                       (unsigned)HX_SCHED_NEEDS_ALL);
     }
     if (nregistered == HX_SCHED_MAX_REGISTERED) {
-        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\"): table full (%d policies registered)",
-                      policy->policy_name, HX_SCHED_MAX_REGISTERED);
+        return HX_ERR(HX_EINVAL, "hx_sched_register(\"%s\")%s: table full (%d policies "
+                      "registered)", policy->policy_name, where, HX_SCHED_MAX_REGISTERED);
     }
-    registered[nregistered++] = (struct entry){ policy, needs };
+    registered[nregistered++] = (struct entry){ policy, needs, loading };
     names_valid = 0;
     return HX_OK;
 }
@@ -164,6 +188,12 @@ const char *const *hx_sched_names(void)
         names_valid = 1;
     }
     return names;
+}
+
+const char *hx_sched_plugin_of(const char *name)
+{
+    const struct entry *e = lookup(name);
+    return e != NULL ? e->origin : NULL;
 }
 
 int hx_sched_task_is_comm(const void *starpu_task)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helix/error.h"
 #include "tools/tools.h"
 
 static int distance(const char *a, const char *b)
@@ -198,6 +199,30 @@ void flags_format(const struct flag *f, char *buf, size_t n)
     }
 }
 
+void flags_repeatable(struct flag_set *s, const char *name)
+{
+    const struct flag *f = flags_find(s, name);
+    HX_ASSERT(f != NULL && f->type == FLAG_STRING, "flags_repeatable(%s): no such path flag",
+              name);
+    s->repeat[f - s->flags] = 1;
+}
+
+/* Keep @p str (malloc'd) until flags_free; 0, or -1 out of memory (str not kept). */
+static int pool_add(struct flag_set *s, char *str)
+{
+    if (s->npool == s->cap) {
+        int cap = s->cap > 0 ? 2 * s->cap : 32;
+        char **grown = realloc(s->pool, (size_t)cap * sizeof *grown);
+        if (grown == NULL) {
+            return -1;
+        }
+        s->pool = grown;
+        s->cap = cap;
+    }
+    s->pool[s->npool++] = str;
+    return 0;
+}
+
 int flags_set(struct flag_set *s, const char *name, const char *v, enum flag_origin origin,
               const char *where)
 {
@@ -259,21 +284,24 @@ int flags_set(struct flag_set *s, const char *name, const char *v, enum flag_ori
             }
         }
         if (origin != FROM_ARGV) { /* argv strings live as long as the process */
-            if (s->npool == s->cap) {
-                int cap = s->cap > 0 ? 2 * s->cap : 32;
-                char **grown = realloc(s->pool, (size_t)cap * sizeof *grown);
-                if (grown == NULL) {
-                    fprintf(stderr, "helix: error: %sout of memory for the settings\n", where);
-                    return 2;
-                }
-                s->pool = grown;
-                s->cap = cap;
-            }
-            if ((s->pool[s->npool] = strdup(v)) == NULL) {
+            char *copy = strdup(v);
+            if (copy == NULL || pool_add(s, copy) != 0) {
+                free(copy);
                 fprintf(stderr, "helix: error: %sout of memory for the settings\n", where);
                 return 2;
             }
-            v = s->pool[s->npool++];
+            v = copy;
+        }
+        const char *had = *(const char **)f->dest;
+        if (s->repeat[idx] && had != NULL && s->origin[idx] == origin && *v != '\0') {
+            char *joined = malloc(strlen(had) + strlen(v) + 2);
+            if (joined == NULL || pool_add(s, joined) != 0) {
+                free(joined);
+                fprintf(stderr, "helix: error: %sout of memory for the settings\n", where);
+                return 2;
+            }
+            sprintf(joined, "%s:%s", had, v);
+            v = joined;
         }
         *(const char **)f->dest = *v != '\0' || f->type == FLAG_TEXT ? v : NULL;
     }

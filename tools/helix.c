@@ -35,8 +35,12 @@ static void usage(FILE *f)
                "            (helix sim-machine --help)\n"
                "  plan      which configuration to run on N GPUs: every mesh, sharding,\n"
                "            micro-batch and recomputation, priced and ranked (helix plan --help)\n"
+               "  compare   the same training under several scheduling policies, side by\n"
+               "            side: step time, exposed communication, bubble, parity\n"
+               "            (helix compare --help)\n"
                "  version   print the version\n\n"
-               "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_LOG (log level).\n"
+               "Environment: STARPU_NCPU (workers), HX_SCHED (policy), HX_SCHED_PLUGINS (policy\n"
+               "plug-ins, ':'-separated), HX_LOG (log level).\n"
                "Exit codes: 0 success, 1 runtime failure, 2 bad usage or input.\n");
 }
 
@@ -73,6 +77,9 @@ static int run(int argc, char **argv)
     }
     if (strcmp(argv[1], "plan") == 0) {
         return cmd_plan(argc, argv);
+    }
+    if (strcmp(argv[1], "compare") == 0) {
+        return cmd_compare(argc, argv);
     }
     if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
         printf("helix %s\n", HX_VERSION);

@@ -18,6 +18,7 @@
 #include "helix/error.h"
 #include "helix/runtime.h"
 #include "helix/sched.h"
+#include "helix/sched_plugin.h"
 #include "tools/tools.h"
 
 static FILE *scratch;     /* where a muted rank's stderr goes */
@@ -197,6 +198,15 @@ int tools_agree_settings(int rank, const char *text)
     }
     free(zero), free(other);
     return who > 0 ? 2 : 0;
+}
+
+int tools_load_sched_plugins(const char *flag)
+{
+    if (hx_sched_plugins_load(getenv("HX_SCHED_PLUGINS")) != HX_OK ||
+        hx_sched_plugins_load(flag) != HX_OK) {
+        return 2;
+    }
+    return 0;
 }
 
 int tools_check_sched(const char *name)

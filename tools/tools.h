@@ -31,12 +31,17 @@ struct flag_set {
     const struct flag *flags;
     int n;
     unsigned char origin[FLAGS_MAX];   /* enum flag_origin per flag */
+    unsigned char repeat[FLAGS_MAX];   /* flags_repeatable: each occurrence from one source
+                                        * adds to a ':'-separated list */
     char **pool;                       /* strings owned for config-file and checkpoint */
     int npool, cap;                    /* values (argv's live as long as the process) */
 };
 
 void flags_init(struct flag_set *s, const struct flag *flags, int n);
 void flags_free(struct flag_set *s);
+/* Make the FLAG_STRING @p name a list of paths: --name A --name B (or two config lines) is
+ * "A:B", as one "--name A:B"; a later source still replaces an earlier one. */
+void flags_repeatable(struct flag_set *s, const char *name);
 const struct flag *flags_find(const struct flag_set *s, const char *name);
 /* Set one flag from text; `where` prefixes messages ("config file x.cfg:3"). 0 or 2. */
 int flags_set(struct flag_set *s, const char *name, const char *value, enum flag_origin origin,
@@ -70,6 +75,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_sim_machine(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* tools/launch.c: launched by mpirun (every rank runs the same program on its shard)?
  * Ranks other than 0 check the same input and fail the same way, but only rank 0 speaks:
@@ -82,6 +88,9 @@ int tools_mute_stderr(int rank);
 void tools_unmute_stderr(int saved);
 const char *tools_muted_line(void);
 int tools_check_sched(const char *name);
+/* Load the scheduling plug-ins of HX_SCHED_PLUGINS, then of @p flag (--sched-plugin; both
+ * ':'-separated lists): 0, or 2 with the refusal printed.  Before tools_check_sched. */
+int tools_load_sched_plugins(const char *flag);
 /* Under mpirun, after every rank has checked its input (plain MPI on the world; the comm
  * engine is not open yet).  tools_agree_verdict: each rank's verdict on its input (0 go on,
  * larger is worse); every rank returns the worst, and when a rank other than 0 holds it and

@@ -520,6 +520,9 @@ int cmd_train(int argc, char **argv)
     ro.sched = a->sched;
     ro.mpi = r.mpi;
     ro.nccl = r.mpi && a->backend == HX_COMM_NCCL; /* (one process alone opens no channel) */
+    /* the task watchdog takes --comm-timeout too, so a policy that drops a task ends a run
+     * of one process, which opens no channel, as the engine's watchdog ends a lost rank's */
+    ro.stall_timeout = a->comm_timeout > 0 ? a->comm_timeout : -1;
     if ((ret = hx_runtime_init(&ro)) != HX_OK) {
         ret = ret == HX_EINVAL ? 2 : 1;
         goto out;

@@ -28,6 +28,7 @@ struct train_args {
     int save_interval;
     /* run */
     const char *sched, *preset, *config, *log_json, *trace, *dump_dot;
+    const char *sched_plugin; /* --sched-plugin: ':'-separated plug-in files */
     int workers, log_interval, tile_seqs, attn_block, progress_bar;
     int opencl, cuda;                 /* device workers (--opencl, --cuda) */
     const char *compute_on;           /* --compute-on any|cpu|opencl|cuda */

@@ -22,6 +22,7 @@ const char *const train_model_flags[] = { "num-layers", "hidden-size", "num-atte
                                           "disable-bias-linear", "norm-epsilon", NULL };
 const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "preset",
                                         "log-json", "trace", "dump-dot", "workers", "sched",
+                                        "sched-plugin",
                                         "opencl", "cuda", "compute-on", "comm-backend",
                                         "progress-bar", "train-iters",
                                         /* a checkpoint resumes on any mesh */
@@ -136,6 +137,9 @@ void train_args_init(struct train_args *a, struct flag_set *s)
     F("sched", FLAG_STRING, &a->sched, 0, 0,
       "scheduling policy: hx-prio, hx-strand, hx-wavelet, hx-prefetch, serial-comm (no-overlap "
       "baseline) or a StarPU one (eager, prio, lws, dmda...)");
+    F("sched-plugin", FLAG_STRING, &a->sched_plugin, 0, 0,
+      "a shared object of scheduling policies to load (repeatable; also HX_SCHED_PLUGINS, "
+      "':'-separated): its policies are --sched names (include/helix/sched_plugin.h)");
     F("workers", FLAG_INT, &a->workers, 0, 64, "CPU workers (0: STARPU_NCPU or all cores)");
     F("opencl", FLAG_INT, &a->opencl, 0, 64,
       "OpenCL device workers (0: STARPU_NOPENCL or none); PoCL makes the CPU one");
@@ -209,13 +213,15 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "prefetch (O3: parameter all-gathers block instead of running layers ahead), cache "
       "(O4: the backward gathers every layer again instead of reusing the forward's), or all");
     F("comm-timeout", FLAG_FLOAT, &a->comm_timeout, 0, 1e6,
-      "seconds (at least 1; 0: never) without collective progress before every rank reports "
-      "and exits");
+      "seconds (at least 1; 0: never) without collective progress, or without any task "
+      "terminating while tasks wait (a policy that lost one), before every rank reports and "
+      "exits");
     F("sample-tokens", FLAG_INT, &a->sample_tokens, 0, 1 << 20,
       "tokens sampled after training (0: none)");
     F("sample-prompt", FLAG_TEXT, &a->sample_prompt, 0, 0,
       "prompt of that sample (empty: from the start of a line)");
     flags_init(s, table, ntable);
+    flags_repeatable(s, "sched-plugin");
 }
 
 static int apply_preset(struct flag_set *s, const char *name)
@@ -348,7 +354,7 @@ int train_args_check(struct train_args *a)
                 "--min-lr\n", (double)a->min_lr, (double)a->lr);
         return 2;
     }
-    if (tools_check_sched(a->sched) != 0) {
+    if (tools_load_sched_plugins(a->sched_plugin) != 0 || tools_check_sched(a->sched) != 0) {
         return 2;
     }
     enum hx_place place = HX_PLACE_ANY;

@@ -39,6 +39,13 @@ struct hx_runtime_opts {
     int mpi;            /**< start StarPU through StarPU-MPI (starpu_mpi_init_conf) on an
                          *   MPI that hx_mpi_init already started; shutdown stops both
                          *   StarPU-MPI and StarPU, never MPI */
+    double stall_timeout; /**< task watchdog (helix train: --comm-timeout): when no task
+                         *   terminates for this many seconds while hx_graph_wait (or the
+                         *   shutdown) waits on submitted ones, print them and the policy's
+                         *   name and exit with HX_EXIT_COMM_TIMEOUT (helix/comm.h), so a
+                         *   policy that never hands a task to a worker cannot hang the run;
+                         *   0 = the collective engine's timeout (hx_comm_timeout: none while
+                         *   no channel is open), < 0 = never; not in the simulation flavour */
 };
 
 /** Defaults: every field zero/NULL. */
