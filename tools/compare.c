@@ -22,7 +22,7 @@
  * deterministic, so one round is the default there.  One SVG stacks the policies' timelines
  * of their last round (tools/trace_svg.c).  Exit: 0 when every policy ran and agreed, 1
  * otherwise (the table is printed all the same), 2 on bad usage before any run.
- * Test: tests/cli/compare.sh. */
+ * Test: tests/schedulers/compare.sh. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
