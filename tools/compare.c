@@ -552,7 +552,7 @@ static void table(struct policy *p, int n, const struct opts *o)
         }
         double lo, hi, gm = ratio_ci(ratio, nr, &lo, &hi);
         char ci[32] = "", rs[16];
-        if (!isnan(lo)) {
+        if (!isnan(lo) && k > 0) { /* (the reference against itself: 1 exactly) */
             snprintf(ci, sizeof ci, "[%.3f, %.3f]", lo, hi);
         }
         snprintf(rs, sizeof rs, "%.3f", gm);
