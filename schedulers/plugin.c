@@ -40,7 +40,8 @@
 #define MAX_PLUGINS 16
 #define MAX_PLUGIN_BYTES (256L << 20) /* a policy is kilobytes; this bounds a wrong file */
 
-static char *loaded[MAX_PLUGINS]; /* canonical paths, each loaded once */
+static char *loaded[MAX_PLUGINS];  /* canonical paths, each loaded once */
+static char *origins[MAX_PLUGINS]; /* the paths as given, the registry's origins */
 static int nloaded;
 
 /* One line, prefixed the way every helix refusal is; HX_EINVAL. */
@@ -250,13 +251,17 @@ static int load_one(const char *path)
         return refuse(path, "dlopen failed: %s; rebuild it against this helix: %s", dlerror(),
                       HX_SIMULATION ? BUILD_SIM : BUILD_TRAIN);
     }
-    /* the registry keeps the name as its policies' origin: it lives as long as the process */
-    char *name = strdup(path), *real_copy = strdup(real);
-    HX_ASSERT(name != NULL && real_copy != NULL, "out of memory");
+    /* the registry keeps the name as its policies' origin: it lives as long as the process,
+     * also when the entry point fails after registering one (the file stays loaded) */
+    char *name = strdup(path);
+    HX_ASSERT(name != NULL, "out of memory");
+    origins[nloaded] = name;
     if ((ret = check_and_init(name, h)) != HX_OK) {
-        return ret; /* not dlclosed: a policy it registered before failing is still listed */
+        return ret;
     }
-    loaded[nloaded++] = real_copy;
+    loaded[nloaded] = strdup(real);
+    HX_ASSERT(loaded[nloaded] != NULL, "out of memory");
+    nloaded++;
     return HX_OK;
 }
 
