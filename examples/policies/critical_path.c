@@ -104,21 +104,7 @@ static int cp_push(struct starpu_task *task)
     __atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
     starpu_push_task_end(task); /* before unlocking: no worker has taken the task yet */
     STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
-#ifndef STARPU_NON_BLOCKING_DRIVERS
-    /* Blocking drivers (the SimGrid StarPU's; Debian's polls) sleep when pop finds nothing:
-     * wake one worker that can run the task. */
-    struct starpu_worker_collection *workers =
-        starpu_sched_ctx_get_worker_collection(task->sched_ctx);
-    struct starpu_sched_ctx_iterator it;
-    workers->init_iterator(workers, &it);
-    while (workers->has_next(workers, &it)) {
-        unsigned w = workers->get_next(workers, &it);
-        if (starpu_worker_can_execute_task_first_impl(w, task, NULL) &&
-            starpu_wake_worker_relax_light(w)) {
-            break;
-        }
-    }
-#endif
+    hx_sched_wake_worker_for(task); /* (the SimGrid StarPU: its idle workers sleep) */
     return 0;
 }
 

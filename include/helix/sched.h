@@ -69,6 +69,15 @@ const char *const *hx_sched_names(void);
  */
 int hx_sched_task_is_comm(const void *starpu_task);
 
+/**
+ * After a policy's push_task put @p task among its ready tasks (and called
+ * starpu_push_task_end): wake one idle worker that can run it, where StarPU's drivers block
+ * (the SimGrid StarPU of helix simulate); nothing where they poll (Debian's).  A plug-in
+ * calls it unconditionally, outside its lock.
+ */
+struct starpu_task;
+void hx_sched_wake_worker_for(struct starpu_task *task);
+
 /** The hx-prio policy: priority order, with HX_SCHED_PRIO_COMM_WORKERS workers (default 0
  *  when there is nothing to communicate, as on one rank) reserved for communication tasks. */
 extern struct starpu_sched_policy hx_sched_prio;

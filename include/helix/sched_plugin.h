@@ -21,9 +21,9 @@
  *   - a policy that orders by priority sets its range in init_sched
  *     (starpu_sched_ctx_set_min_priority(ctx, -1000), ..._max_priority(ctx, 1000), as
  *     hx-prio does): helix gives a collective's tasks STARPU_MAX_PRIO, which is 0 otherwise;
- *   - push_task wakes a worker that can run the task where StarPU's drivers block
- *     (#ifndef STARPU_NON_BLOCKING_DRIVERS: the SimGrid StarPU; Debian's polls), or the
- *     simulation ends in SimGrid's "Deadlock detected".
+ *   - push_task wakes a worker that can run the task, hx_sched_wake_worker_for(task): the
+ *     SimGrid StarPU's idle workers sleep (Debian's poll), and a task nobody is woken for
+ *     ends the simulation in SimGrid's "Deadlock detected".
  * A policy only orders and places tasks: its losses are every other policy's, bit for bit
  * (helix compare checks it), and a task it never hands to a worker ends the run through the
  * task watchdog (--comm-timeout, exit 3).

@@ -91,20 +91,7 @@ static int fifo_push(struct starpu_task *task)
     starpu_task_list_push_back(drop ? &s->dropped : &s->ready, task);
     starpu_push_task_end(task);
     STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
-#ifndef STARPU_NON_BLOCKING_DRIVERS
-    /* the SimGrid StarPU's drivers sleep when pop finds nothing: wake one that can run it */
-    struct starpu_worker_collection *workers =
-        starpu_sched_ctx_get_worker_collection(task->sched_ctx);
-    struct starpu_sched_ctx_iterator it;
-    workers->init_iterator(workers, &it);
-    while (workers->has_next(workers, &it)) {
-        unsigned w = workers->get_next(workers, &it);
-        if (starpu_worker_can_execute_task_first_impl(w, task, NULL) &&
-            starpu_wake_worker_relax_light(w)) {
-            break;
-        }
-    }
-#endif
+    hx_sched_wake_worker_for(task); /* (the SimGrid StarPU: its idle workers sleep) */
     return 0;
 }
 
