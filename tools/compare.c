@@ -476,6 +476,10 @@ static void verdict(struct policy *p, const struct run *ref, int rounds, int sim
         snprintf(p->verdict, sizeof p->verdict, "n/a (simulated: no numerics)");
         return;
     }
+    if (ref->rc != 0) {
+        snprintf(p->verdict, sizeof p->verdict, "not checked (the reference failed)");
+        return;
+    }
     for (int r = 0; r < rounds; r++) {
         const struct run *x = &p->runs[r];
         if (x->nsteps != ref->nsteps) {
