@@ -2,8 +2,8 @@
 /* tools/compare.c: `helix compare --sched A,B,... [compare flags] [train flags | simulate
  * [simulate flags]]`: the same graph under each policy, side by side (issue 26).
  *
- * Each run (tools/compare_run.c) is a child process: `helix train` (under the launcher with --np, as mpirun or
- * scripts/netbed would start it) or `helix simulate`, with --sched, --log-json and --trace
+ * Each run (tools/compare_run.c) is a child process: `helix train` (under the launcher with
+ * --np, as mpirun or scripts/netbed would start it) or `helix simulate`, with --sched, --log-json and --trace
  * set here; everything else is passed as given.  Real runs go in rounds, and each round runs
  * the policies in the other order than the last (A B C, C B A, ...), so a drift of the
  * machine's speed weighs on all alike.  Per policy it prints:
