@@ -4,9 +4,9 @@
  *
  * Each run (tools/compare_run.c) is a child process: `helix train` (under the launcher with
  * --np, as mpirun or scripts/netbed would start it) or `helix simulate`, with --sched,
- * --log-json and --trace set here; everything else is passed as given.  Real runs go in rounds, and each round runs
- * the policies in the other order than the last (A B C, C B A, ...), so a drift of the
- * machine's speed weighs on all alike.  Per policy it prints:
+ * --log-json and --trace set here; everything else is passed as given.  Real runs go in
+ * rounds, and each round runs the policies in the other order than the last (A B C, C B A,
+ * ...), so a drift of the machine's speed weighs on all alike.  Per policy it prints:
  *   - the median step time (a run's median over its steps after the first, a warm-up; then
  *     the median over rounds) and its ratio to the first policy: the geometric mean of the
  *     per-round ratios, with its 95% confidence interval (Student's t on the logarithms, as
