@@ -178,6 +178,7 @@ int hx_comm_wait_host(struct hx_coll_req *r)
 {
     r->task = NULL;
     r->done = NULL;
+    r->describe = NULL;
     r->finished = 0;
     r->status = HX_OK;
     r->lane = hx_comm_lane(r->channel);
@@ -356,6 +357,11 @@ static void watchdog_fire_locked(double idle)
                 "%.0f bytes with world ranks %s (%s lane)\n", rank, idle,
                 hx_group_name((enum hx_group_kind)r->channel), r->seq, r->started,
                 r->task == NULL ? "host " : "", r->op, r->bytes, peers, lane_words(r->lane));
+        if (r->describe != NULL) {
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "helix: error: [rank %d]   ", rank);
+            r->describe(r, stderr, prefix);
+        }
     }
     fprintf(stderr, "helix: error: [rank %d] hint: a peer rank died or stopped; raise "
             "--comm-timeout if the network is just slow (exiting with status %d)\n", rank,

@@ -12,6 +12,8 @@
 #ifndef HX_COMM_INTERNAL_H
 #define HX_COMM_INTERNAL_H
 
+#include <stdio.h>
+
 #include <mpi.h>
 
 #include "helix/comm.h"
@@ -27,6 +29,9 @@ typedef void (*hx_coll_done_fn)(struct hx_coll_req *r, const MPI_Status *st, int
 /* A request completed by something other than MPI: 1 finished, 0 not yet, -1 failed (the
  * poll reported why).  Called by the progress thread only. */
 typedef int (*hx_coll_poll_fn)(struct hx_coll_req *r);
+/* What a pending request still waits for, written to @p f after the watchdog's line for it
+ * (each line starting with @p prefix); NULL where the request itself is all there is. */
+typedef void (*hx_coll_describe_fn)(const struct hx_coll_req *r, FILE *f, const char *prefix);
 
 struct hx_coll_req {
     MPI_Request req;            /* MPI_REQUEST_NULL when poll is set */
@@ -37,6 +42,7 @@ struct hx_coll_req {
     double bytes;               /* this rank's contribution */
     long started;               /* 1-based count of collectives started on this rank */
     hx_coll_done_fn done;       /* NULL for host calls */
+    hx_coll_describe_fn describe; /* NULL: nothing more to say when the watchdog fires */
     /* owned by the engine */
     int lane;                   /* enum hx_lane of the channel (hx_comm_lane), set at post */
     double t_post;

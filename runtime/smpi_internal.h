@@ -6,7 +6,7 @@
  *   runtime/smpi_algos.c  the algorithms: binomial tree, ring and recursive halving;
  *   runtime/smpi_tasks.c  the local tasks: reductions, and copies between tiles and scratch.
  * Every operation a collective submits (a transfer or a task) counts in c->pending and counts
- * down in hx_smpi_one_done; a failed submission is reported once (hx_smpi_fail) and makes the
+ * down in hx_smpi_op_done; a failed submission is reported once (hx_smpi_fail) and makes the
  * later ones no-ops, so the collective's task still ends. */
 #ifndef HX_RUNTIME_SMPI_INTERNAL_H
 #define HX_RUNTIME_SMPI_INTERNAL_H
@@ -42,6 +42,23 @@ struct hx_smpi_part {
     int k;
 };
 
+/* One operation a collective submitted, kept until the collective ends, so that the
+ * watchdog can say which of them a hung collective still waits for (comm_smpi.c,
+ * describe): a transfer names its peer, tensor and step, as its tag does. */
+struct hx_smpi_op {
+    struct hx_smpi_coll *c;
+    char kind;                     /* 's' send, 'r' receive, 't' reduction task, 'c' copy task */
+    int peer, tensor, step;        /* transfers: world rank, the tag's fields */
+    int done;                      /* atomic: its callback ran */
+};
+/* The records, in blocks whose addresses never move (a callback holds one). */
+#define SMPI_OPS_PER_BLOCK 64
+struct hx_smpi_ops {
+    struct hx_smpi_ops *next;      /* the block filled after this one */
+    int n;
+    struct hx_smpi_op op[SMPI_OPS_PER_BLOCK];
+};
+
 struct hx_smpi_coll {
     struct hx_coll_req r;          /* first: the engine hands it back to done() */
     const struct hx_group *g;
@@ -52,6 +69,7 @@ struct hx_smpi_coll {
     int pending;                   /* operations submitted and not finished (atomic) */
     int failed;                    /* a submission failed: reported, the task still ends */
     int prio;                      /* of its reduction and copy tasks: its lane's (lane_prio) */
+    struct hx_smpi_ops *ops, *ops_last; /* every operation submitted, in order */
     /* an all-reduce's tiles, kept until hx_smpi_end packs them into one ring (comm_smpi.c) */
     struct hx_smpi_seg *tiles;
     int *tile_k;                   /* each tile's tensor field, for the unpacked fallback */
@@ -77,8 +95,13 @@ void hx_smpi_unregister_all(starpu_data_handle_t *h, int n);
 void hx_smpi_isend(struct hx_smpi_coll *c, starpu_data_handle_t h, int to, int tensor, int step);
 void hx_smpi_irecv(struct hx_smpi_coll *c, starpu_data_handle_t h, int from, int tensor,
                   int step);
-/* One submitted operation finished (a transfer's or a task's callback). */
-void hx_smpi_one_done(void *arg);
+/* The record of a new operation of @p c (@p kind as struct hx_smpi_op says; -1 for what a
+ * task has not), to pass to hx_smpi_op_done as its callback's argument; NULL (reported, c
+ * failed) without memory. */
+struct hx_smpi_op *hx_smpi_op_new(struct hx_smpi_coll *c, char kind, int peer, int tensor,
+                                  int step);
+/* One submitted operation finished: its callback, with its record. */
+void hx_smpi_op_done(void *arg);
 /* Report a failed submission once; the collective's later operations become no-ops. */
 void hx_smpi_fail(struct hx_smpi_coll *c, const char *what, int ret);
 

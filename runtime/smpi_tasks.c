@@ -156,11 +156,16 @@ void hx_smpi_reduce(struct hx_smpi_coll *c, starpu_data_handle_t acc, starpu_dat
     }
     int d = c->dtype == HX_F32 ? 0 : c->dtype == HX_F64 ? 1 : 2;
     const struct acc_args *a = &acc_args[d][op == HX_MAX];
+    struct hx_smpi_op *o = hx_smpi_op_new(c, 't', -1, -1, -1);
+    if (o == NULL) {
+        return;
+    }
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
     int ret = starpu_task_insert(&acc_cl, STARPU_RW, acc, STARPU_R, in, STARPU_CL_ARGS_NFREE,
-                                 a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_one_done, c,
+                                 a, sizeof *a, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_op_done, o,
                                  STARPU_PRIORITY, c->prio, 0);
     if (ret != 0) {
+        o->done = 1; /* (never submitted) */
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
         hx_smpi_fail(c, "submitting a reduction task", ret);
     }
@@ -178,8 +183,12 @@ static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_
     }
     size_t size = sizeof(struct copy_args) + (size_t)nseg * sizeof *seg;
     struct copy_args *a = malloc(size);
-    if (a == NULL) {
-        hx_smpi_fail(c, "allocating a copy task's arguments", ENOMEM);
+    struct hx_smpi_op *o = a != NULL ? hx_smpi_op_new(c, 'c', -1, -1, -1) : NULL;
+    if (o == NULL) {
+        if (a == NULL) {
+            hx_smpi_fail(c, "allocating a copy task's arguments", ENOMEM);
+        }
+        free(a);
         return;
     }
     a->dtype = c->dtype;
@@ -188,9 +197,10 @@ static void copy(struct hx_smpi_coll *c, struct starpu_codelet *cl, starpu_data_
     memcpy(a->seg, seg, (size_t)nseg * sizeof *seg);
     __atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
     int ret = starpu_task_insert(cl, cl == &copy_in_cl ? STARPU_W : STARPU_R, h, STARPU_CL_ARGS,
-                                 a, size, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_one_done, c,
+                                 a, size, STARPU_CALLBACK_WITH_ARG_NFREE, hx_smpi_op_done, o,
                                  STARPU_PRIORITY, c->prio, 0);
     if (ret != 0) {
+        o->done = 1; /* (never submitted) */
         __atomic_fetch_sub(&c->pending, 1, __ATOMIC_RELAXED);
         free(a);
         hx_smpi_fail(c, "submitting a copy task", ret);

@@ -26,7 +26,7 @@
 . "$(dirname "$0")/../cli/lib.sh"
 # shellcheck source=tests/mpi/lib.sh
 . "$(dirname "$0")/lib.sh"
-plan 27
+plan 28
 LOST=$HX_BUILDDIR/tests/mpi/lost_rank
 LIMIT_MS=15000               # the launch, 3 s of watchdog and the teardown
 HX_MPI_TIMEOUT=60            # hx_mpirun's bound: a hang fails here instead of hanging make
@@ -90,21 +90,27 @@ survivors_speak() {
 ok "kill at np 4: every survivor prints the watchdog line" survivors_speak
 ok "kill at np 4: over in ${ELAPSED} ms (< $LIMIT_MS)" '[ "$ELAPSED" -lt $LIMIT_MS ]'
 
-# 13-14: the same kill on the StarPU-MPI backend: the survivors wait inside its transfers,
+# 13-15: the same kill on the StarPU-MPI backend: the survivors wait inside its transfers,
 # and the engine's watchdog names the collective all the same
 HX_MPIRUN_FLAGS=$RECOVER per_rank 4 kill starpu-mpi
 ok "kill at np 4, StarPU-MPI: ranks 0, 2, 3 exit with status 3 (got $(rank_rc 0) $(rank_rc 2) \
 $(rank_rc 3))" '[ "$(rank_rc 0)$(rank_rc 2)$(rank_rc 3)" = 333 ]'
 ok "kill at np 4, StarPU-MPI: every survivor prints the watchdog line" survivors_speak
+# ... and under it what the collective still waits for: rank 0, the tree's root, first of
+# all the receive of rank 1's contribution (tensor 0, step 0 of the binomial reduce)
+ok "kill at np 4, StarPU-MPI: rank 0 lists its transfers not done, first the receive from \
+rank 1" 'err_has "\[rank 0\]   [0-9]* of its [0-9]* StarPU-MPI operations not done, oldest \
+first:$" && grep -A1 "^helix: error: \[rank 0\]   [0-9]* of its" "$ERR" | tail -n 1 |
+    grep -q "\[rank 0\]     receive from world rank 1, tensor 0 step 0$"'
 
-# 15-16: the same kill under mpirun's defaults: mpirun aborts the job itself
+# 16-17: the same kill under mpirun's defaults: mpirun aborts the job itself
 timed 2 "$LOST" --victim kill --timeout 3
 ok "kill at np 2, mpirun's defaults: mpirun aborts the job (status $RC)" \
     '! rc_is 0 && err_has "exited on signal 9"'
 ok "kill at np 2, mpirun's defaults: over in ${ELAPSED} ms (< $LIMIT_MS)" \
     '[ "$ELAPSED" -lt $LIMIT_MS ]'
 
-# 17-21: helix train, rank 1 killed from outside once steps run (recovery, statuses per rank)
+# 18-22: helix train, rank 1 killed from outside once steps run (recovery, statuses per rank)
 rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
 # shellcheck disable=SC2016  # expanded by each rank's shell
 WRAP='"$@" & p=$!; echo $p >"$HX_RC_DIR/pid.$OMPI_COMM_WORLD_RANK"; wait $p
@@ -132,7 +138,7 @@ ok "train: rank 0 prints the watchdog line" 'err_has "\[rank 0\] $WD $ANY$"'
 ok "train: rank 0 prints the hint" 'err_has "\[rank 0\] hint: a peer rank died or stopped"'
 ok "train: over ${ELAPSED} ms after the kill (< 10000)" '[ "$ELAPSED" -lt 10000 ]'
 
-# 22-24: a slow checkpoint write (2 s) is progress, not a lost peer
+# 23-25: a slow checkpoint write (2 s) is progress, not a lost peer
 SLOW="-x LD_PRELOAD=$HX_BUILDDIR/tests/mpi/.libs/slow_fsync.so -x HX_SLOW_FSYNC_S=2 \
 -x ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 TRAIN="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 \
@@ -150,7 +156,7 @@ ok "... both saves are reported complete, and 'latest' names the second" \
      [ "$(cat "$TMP/slow/latest")" = ckpt-00000004.bin ]'
 ok "... no .tmp is left" '[ -z "$(find "$TMP/slow" -name "*.tmp")" ]'
 
-# 25-27: rank 0 dies while rank 1 waits for its writer: the watchdog still ends rank 1
+# 26-28: rank 0 dies while rank 1 waits for its writer: the watchdog still ends rank 1
 rm -rf "$HX_RC_DIR" && mkdir -p "$HX_RC_DIR"
 LAST_CMD="helix train at np 2, --comm-timeout 1, slow checkpoint, rank 0 killed while it waits"
 HX_MPIRUN_FLAGS="$RECOVER $SLOW" hx_mpirun 2 sh -c "$WRAP" sh "$HELIX" train $TRAIN \
