@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* runtime/smpi_internal.h: the parts of the StarPU-MPI backend (--comm-backend starpu-mpi),
- * shared by its three files:
+ * shared by its four files:
  *   runtime/comm_smpi.c   the interface of comm_internal.h: a collective's bookkeeping, its
  *                         numbering and tags, and its detached transfers;
  *   runtime/smpi_algos.c  the algorithms: binomial tree, ring and recursive halving;
- *   runtime/smpi_tasks.c  the local tasks: reductions, and copies between tiles and scratch.
+ *   runtime/smpi_tasks.c  the local tasks: reductions, and copies between tiles and scratch;
+ *   runtime/smpi_ops.c    the records of a collective's operations, for the watchdog.
  * Every operation a collective submits (a transfer or a task) counts in c->pending and counts
  * down in hx_smpi_op_done; a failed submission is reported once (hx_smpi_fail) and makes the
  * later ones no-ops, so the collective's task still ends. */
@@ -102,6 +103,10 @@ struct hx_smpi_op *hx_smpi_op_new(struct hx_smpi_coll *c, char kind, int peer, i
                                   int step);
 /* One submitted operation finished: its callback, with its record. */
 void hx_smpi_op_done(void *arg);
+/* Free @p c's records (the collective is over: no callback of it is left to run). */
+void hx_smpi_free_ops(struct hx_smpi_coll *c);
+/* The request's describe hook (comm_internal.h): @p r's operations not done, oldest first. */
+void hx_smpi_describe(const struct hx_coll_req *r, FILE *f, const char *prefix);
 /* Report a failed submission once; the collective's later operations become no-ops. */
 void hx_smpi_fail(struct hx_smpi_coll *c, const char *what, int ret);
 
