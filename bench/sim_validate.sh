@@ -13,25 +13,38 @@
 # Cases: serial on 2 workers (one rank); on 1+1 ranks with 1 worker each across the netbed
 # link (no oversubscription): dp 2, tp 2 + SP, pp 2 1F1B, fold 2 and ZeRO-3, all with
 # --comm-backend starpu-mpi (the one a simulation has).  The model: --preset small with
-# 8-sequence micro-batches (4 layers, C 128, T 128).
-#   bench/sim_validate.sh [--cases "serial dp2 ..."] [--steps N] [--rate 1gbit] [BUILD_DIR]
+# 8-sequence micro-batches (4 layers, C 128, T 128).  Extra cases, not in the default list:
+# dp2-sc, tp2sp-sc and zero3-sc are dp2, tp2sp and zero3 under --sched serial-comm (no
+# overlap: communication and compute never run at once).
+#   bench/sim_validate.sh [--cases "serial dp2 ..."] [--steps N] [--rate 1gbit]
+#                         [--machine FILE] [--trace] [BUILD_DIR]
+# --machine: the simulated machine (default machines/this-bed.machine).  --trace: both runs
+# write a trace, and a second line per case gives rank 0's compute time and communication in
+# flight per step, measured against simulated (`helix trace summarize`): where a gap is.
 # BUILD_DIR needs the simulation flavour (configure --with-starpu-simgrid).  Needs root (the
 # bed's namespaces) and a quiet machine: the measured runs are timed.
 # Exit: 0 every case ran, 1 one failed, 2 bad usage.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/sim_lib.sh"
-cases="serial dp2 tp2sp pp2 fold2 zero3" steps=20 rate=1gbit build=
+cases="serial dp2 tp2sp pp2 fold2 zero3" steps=20 rate=1gbit build='' trace=0
+machine_file=$top/machines/this-bed.machine
 while [ $# -gt 0 ]; do
     case $1 in
     --cases) cases=$2; shift ;;
     --steps) steps=$2; shift ;;
     --rate) rate=$2; shift ;;
+    --machine) machine_file=$2; shift ;;
+    --trace) trace=1 ;;
     -*) echo "sim_validate.sh: error: unknown option '$1'" >&2; exit 2 ;;
     *) build=$1 ;;
     esac
     shift
 done
+if [ ! -r "$machine_file" ]; then
+    echo "sim_validate.sh: error: no machine file '$machine_file' (machines/README.md)" >&2
+    exit 2
+fi
 sim_init "$build"
 model="--preset small --train-iters $steps --eval-interval 0 --eval-iters 1 --sample-tokens 0
  --log-interval 1 --comm-backend starpu-mpi"
@@ -41,8 +54,10 @@ flags_of() {
     dp2) echo "--workers 1 --global-batch-size 16" ;;
     tp2sp) echo "--workers 1 --tensor-model-parallel-size 2 --sequence-parallel" ;;
     pp2) echo "--workers 1 --pipeline-model-parallel-size 2 --global-batch-size 32" ;;
-    fold2) echo "--workers 1 --pipeline-model-parallel-size 2 --pipeline-fold --global-batch-size 32" ;;
+    fold2) echo "--workers 1 --pipeline-model-parallel-size 2 --pipeline-fold" \
+        "--global-batch-size 32" ;;
     zero3) echo "--workers 1 --zero-stage 3 --global-batch-size 16" ;;
+    *-sc) echo "$(flags_of "${1%-sc}") --sched serial-comm" ;;
     *) return 1 ;;
     esac
 }
@@ -83,32 +98,52 @@ v.sort()
 print("%.2f" % v[len(v) // 2] if v else "?")
 PY
 }
-printf '%-7s %12s %14s %7s   %s\n' case measured_ms simulated_ms ratio flags
+# rank 0's compute busy time and communication in flight per step of a trace, "C / F" (ms)
+per_step() {
+    "$HELIX" trace summarize "$1" 2>/dev/null | awk '/^rank / { r0 = ($2 == "0") }
+        r0 && $1 == "busy" && $2 == "compute" { c = $3 }
+        r0 && $1 == "all" { f = $2 }
+        END { printf "%s / %s", (c == "" ? "?" : c), (f == "" ? "0" : f) }'
+}
+printf '%-8s %12s %14s %7s   %s\n' case measured_ms simulated_ms ratio flags
 rc=0
 for c in $cases; do
     f=$(flags_of "$c") || { echo "sim_validate.sh: error: unknown case '$c'" >&2; exit 2; }
+    traced=() sim_traced=()
+    if [ "$trace" = 1 ]; then
+        traced=(--trace "$SIM_OUT/$c.trace.json")
+        sim_traced=(--trace "$SIM_OUT/$c-sim.trace.json")
+    fi
     # shellcheck disable=SC2086
-    if ! real_run "$c-cal" 1 $f || ! real_run "$c" 0 $f; then
+    if ! real_run "$c-cal" 1 $f || ! real_run "$c" 0 $f "${traced[@]}"; then
         echo "$c: the real run failed: $SIM_OUT/$c*.log" >&2
         rc=1
         continue
     fi
-    python3 "$top/bench/sim_models_merge.py" "$SIM_OUT/$c-merged" "$SIM_OUT/$c-cal-models"/rank* >/dev/null || { rc=1; continue; }
-    ranks=2 machine=$top/machines/this-bed.machine
+    python3 "$top/bench/sim_models_merge.py" "$SIM_OUT/$c-merged" \
+        "$SIM_OUT/$c-cal-models"/rank* >/dev/null || { rc=1; continue; }
+    ranks=2 machine=$machine_file
     if [ "$c" = serial ]; then # one rank of this machine's two cores
         ranks=1 machine=$SIM_OUT/this-bed-2cores.machine
-        sed 's/^cores_per_rank = .*/cores_per_rank = 2/' "$top/machines/this-bed.machine" >"$machine"
+        sed 's/^cores_per_rank = .*/cores_per_rank = 2/' "$machine_file" >"$machine"
     fi
     # shellcheck disable=SC2086
     if ! sim_run "$c-sim" --machine "$machine" --ranks $ranks \
-        --perf-models "$SIM_OUT/$c-merged" --perf-models-host this-bed $model $f; then
+        --perf-models "$SIM_OUT/$c-merged" --perf-models-host this-bed $model $f \
+        "${sim_traced[@]}"; then
         rc=1
         continue
     fi
     m=$(median_ms "$SIM_OUT/$c.json")
     s=$(median_ms "$SIM_OUT/$c-sim.log")
-    printf '%-7s %12s %14s %7s   %s\n' "$c" "$m" "$s" \
-        "$(awk -v a="$s" -v b="$m" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "?" }')" "$f"
+    printf '%-8s %12s %14s %7s   %s\n' "$c" "$m" "$s" \
+        "$(awk -v a="$s" -v b="$m" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "?" }')" \
+        "$f"
+    if [ "$trace" = 1 ]; then
+        printf '%-8s rank 0, ms per step: compute / communication in flight: measured %s,' \
+            '' "$(per_step "$SIM_OUT/$c.trace.json")"
+        printf ' simulated %s\n' "$(per_step "$SIM_OUT/$c-sim.trace.json")"
+    fi
 done
 echo "logs: $SIM_OUT"
 exit $rc
