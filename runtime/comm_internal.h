@@ -43,6 +43,8 @@ struct hx_coll_req {
     long started;               /* 1-based count of collectives started on this rank */
     hx_coll_done_fn done;       /* NULL for host calls */
     hx_coll_describe_fn describe; /* NULL: nothing more to say when the watchdog fires */
+    int kicked;                 /* its end calls hx_comm_engine_kick: the lane need not poll it
+                                 * (set by hx_comm_post_kicked) */
     /* owned by the engine */
     int lane;                   /* enum hx_lane of the channel (hx_comm_lane), set at post */
     double t_post;
@@ -85,8 +87,12 @@ void hx_comm_engine_stop(void);
 long hx_comm_count_start(void);
 /* Hand a posted request to the progress thread of its channel's lane. */
 void hx_comm_post(struct hx_coll_req *r);
+/* The same for a polled request whose completion calls hx_comm_engine_kick: while a lane holds
+ * only such requests its thread sleeps until kicked instead of polling (runtime/comm_engine.c). */
+void hx_comm_post_kicked(struct hx_coll_req *r);
 /* A polled request on @p lane (enum hx_lane) may have finished: test the lane now.  From
- * any thread; the simulation flavour's lanes sleep until one (runtime/comm_engine.c). */
+ * any thread; a lane holding only kicked requests, and every lane of the simulation
+ * flavour, sleeps until one (runtime/comm_engine.c). */
 void hx_comm_engine_kick(int lane);
 /* Post a host request and wait for it; @return HX_OK or HX_ERUNTIME (reported). */
 int hx_comm_wait_host(struct hx_coll_req *r);

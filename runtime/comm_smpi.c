@@ -633,5 +633,5 @@ void hx_smpi_end(struct hx_smpi_coll *c, int ok)
         return;
     }
     starpu_task_end_dep_add(c->r.task, 1);
-    hx_comm_post(&c->r);
+    hx_comm_post_kicked(&c->r);
 }

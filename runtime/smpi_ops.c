@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "helix/runtime.h"
 #include "runtime/smpi_internal.h"
 
 struct hx_smpi_op *hx_smpi_op_new(struct hx_smpi_coll *c, char kind, int peer, int tensor,
@@ -49,8 +48,8 @@ void hx_smpi_op_done(void *arg)
     struct hx_smpi_coll *c = o->c;
     int lane = c->r.lane; /* (read first: once pending is 0 the engine may free c and o) */
     __atomic_store_n(&o->done, 1, __ATOMIC_RELAXED);
-    /* only a simulation's lanes sleep until kicked; a real one polls (runtime/comm_engine.c) */
-    if (__atomic_sub_fetch(&c->pending, 1, __ATOMIC_RELEASE) == 0 && hx_runtime_simulated()) {
+    /* the lane sleeps until kicked (hx_comm_post_kicked, runtime/comm_engine.c) */
+    if (__atomic_sub_fetch(&c->pending, 1, __ATOMIC_RELEASE) == 0) {
         hx_comm_engine_kick(lane);
     }
 }
