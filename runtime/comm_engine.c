@@ -65,6 +65,7 @@
  * notices; the list of pending requests it prints is the engine's, under its lock.
  * Test: tests/mpi/collectives.c, tests/mpi/watchdog.sh; the lanes: tests/mpi/lanes.sh. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +416,10 @@ static void *progress_main(void *arg)
 {
     struct lane *L = arg;
     long poll_us = POLL_MIN_US;
+    if (!hx_runtime_simulated()) { /* (a simulation's threads are SimGrid actors) */
+        /* named for helix/threads.h, top and gdb: the lane the thread serves */
+        pthread_setname_np(pthread_self(), L == &E.lane[1] ? "hx-lane-inter" : "hx-lane-intra");
+    }
     starpu_pthread_mutex_lock(&E.lock);
     for (;;) {
         if (L->incoming != NULL) {

@@ -428,6 +428,32 @@ static void print_header(const struct run *r, const struct hx_gpt_config *c,
     }
 }
 
+/* Where this rank's threads spent the run (helix/threads.h), on its stderr (the first 8
+ * ranks, and any starved one after them), and a note when its communication threads waited
+ * for a core longer than they ran.  Only with more than one rank: the communication threads
+ * are what it is about.  Each rank says its own, with no collective: a run that ends on an
+ * error or a signal must not wait on a peer for it. */
+static void print_threads(void)
+{
+    int rank = hx_mpi_world_rank();
+    struct hx_thread_usage u;
+    hx_threads_usage(&u); /* (zero where the kernel does not say: the line says so) */
+    int starved = hx_threads_starved(&u);
+    if (rank >= 8 && starved < 0) {
+        return;
+    }
+    char line[512];
+    hx_threads_format(&u, rank, line, sizeof line);
+    fprintf(stderr, "%s\n", line);
+    if (starved >= 0) {
+        fprintf(stderr, "note: on rank %d, %s waited for a core %.1f s, longer than on one "
+                "(%.1f s): the rank has more busy threads than cores, so its transfers start "
+                "late; leave them a core (fewer --workers or ranks per node)\n", rank,
+                hx_threads_kind_name((enum hx_thread_kind)starved), u.wait_s[starved],
+                u.run_s[starved]);
+    }
+}
+
 int cmd_train(int argc, char **argv)
 {
     static struct run r;
@@ -573,6 +599,9 @@ int cmd_train(int argc, char **argv)
         }
         ret = ret == HX_OK ? tret : ret;
         hx_trace_stop();
+    }
+    if (ret == HX_OK && r.mpi && hx_mpi_world_size() > 1 && !hx_runtime_simulated()) {
+        print_threads();
     }
     ret = ret == HX_OK ? 0 : 1;
 out:

@@ -14,6 +14,7 @@
  * sched.h    scheduling policies by name
  * data.h     byte corpora and batches
  * trace.h    task traces for Perfetto
+ * threads.h  where the threads of a run spent their time: on a core or waiting for one
  * checkpoint.h  save, verify and load the training state; llm.c import
  * overlap.h  the operator overlap table (OEF) that profile-overlap writes and planners read
  */
@@ -37,6 +38,7 @@
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "helix/tensor.h"
+#include "helix/threads.h"
 #include "helix/trace.h"
 
 #define HX_VERSION "0.1.0"
