@@ -20,7 +20,9 @@
 #                         [--machine FILE] [--trace] [BUILD_DIR]
 # --machine: the simulated machine (default machines/this-bed.machine).  --trace: both runs
 # write a trace, and a second line per case gives rank 0's compute time and communication in
-# flight per step, measured against simulated (`helix trace summarize`): where a gap is.
+# flight per step, measured against simulated (`helix trace summarize`): where a gap is; and
+# a warning where the measured compute differs from the simulated by over 10% (this machine
+# changed speed between the calibration and the measured run: the ratio then measures that).
 # BUILD_DIR needs the simulation flavour (configure --with-starpu-simgrid).  Needs root (the
 # bed's namespaces) and a quiet machine: the measured runs are timed.
 # Exit: 0 every case ran, 1 one failed, 2 bad usage.
@@ -140,9 +142,18 @@ for c in $cases; do
         "$(awk -v a="$s" -v b="$m" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "?" }')" \
         "$f"
     if [ "$trace" = 1 ]; then
+        mc=$(per_step "$SIM_OUT/$c.trace.json") sc=$(per_step "$SIM_OUT/$c-sim.trace.json")
         printf '%-8s rank 0, ms per step: compute / communication in flight: measured %s,' \
-            '' "$(per_step "$SIM_OUT/$c.trace.json")"
-        printf ' simulated %s\n' "$(per_step "$SIM_OUT/$c-sim.trace.json")"
+            '' "$mc"
+        printf ' simulated %s\n' "$sc"
+        # The models come from the calibration run: where the machine's speed changed
+        # between it and the measured run, the ratio measures that, not the simulation.
+        awk -v m="${mc%% *}" -v s="${sc%% *}" -v c="$c" 'BEGIN {
+            if (m > 0 && s > 0 && (m / s > 1.1 || s / m > 1.1))
+                printf "%-8s warning: rank 0 computed %.0f%% %s than its models say: the " \
+                    "machine changed speed between the calibration and the measured run; " \
+                    "rerun the case\n", c, 100 * (m > s ? m / s - 1 : 1 - m / s), \
+                    (m > s ? "longer" : "shorter") }'
     fi
 done
 echo "logs: $SIM_OUT"
