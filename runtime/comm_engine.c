@@ -7,7 +7,7 @@
  * completes; with none pending it blocks on a condition variable, so it costs nothing
  * between steps.  A lane whose pending requests all announce their end (the StarPU-MPI
  * backend's, posted with hx_comm_post_kicked: its last transfer or task kicks the lane) does
- * not poll at all: it sleeps until a kick, at most KICK_WAIT_S so that the watchdog still
+ * not poll at all: it sleeps until a kick, at most KICK_WAIT_US (50 ms) so that the watchdog still
  * looks.  Polling a count that a kick announces anyway only took the core from the threads
  * that move the data: on the bed's tp 2 + SP (1+1 ranks, one core each) the step fell from
  * 112.5 to 90.5 ms (bench/README.md, "The StarPU-MPI backend's lanes sleep").
@@ -79,11 +79,12 @@
 #include "helix/graph.h"
 #include "helix/runtime.h"
 #include "runtime/comm_internal.h"
+#include "runtime/timed_wait.h"
 
 #define POLL_MIN_US 20
 #define POLL_MAX_US 200
 #define SPIN_US 1000 /* yield-only polling this long after each event */
-#define KICK_WAIT_S 0.05 /* longest sleep of a lane holding only kicked requests */
+#define KICK_WAIT_US 50000 /* longest sleep of a lane holding only kicked requests */
 #define NLANES 2     /* the comm lanes: index lane - HX_LANE_COMM_INTRA */
 
 /* One lane: its progress thread and the requests it owns. */
@@ -401,17 +402,6 @@ static int all_kicked(const struct lane *L)
     return 1;
 }
 
-/* Wait on @p L's wake-up for at most KICK_WAIT_S; called with the lock held. */
-static void kick_wait(struct lane *L)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(KICK_WAIT_S * 1e9);
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
-    starpu_pthread_cond_timedwait(&L->wake, &E.lock, &until); /* a timeout is fine */
-}
-
 static void *progress_main(void *arg)
 {
     struct lane *L = arg;
@@ -453,13 +443,13 @@ static void *progress_main(void *arg)
              * because SimGrid runs an actor until it blocks, so polling would spin in zero
              * simulated time; in a real run because polling a count that a kick announces
              * anyway only takes the core from the threads that move the data (StarPU-MPI's
-             * progress thread, the worker running the reductions): KICK_WAIT_S bounds the
+             * progress thread, the worker running the reductions): KICK_WAIT_US bounds the
              * sleep so that the watchdog still looks. */
             if (L->kicks == kicks && L->incoming == NULL) {
                 if (hx_runtime_simulated()) {
                     starpu_pthread_cond_wait(&L->wake, &E.lock);
                 } else {
-                    kick_wait(L);
+                    hx_cond_wait_us(&L->wake, &E.lock, KICK_WAIT_US);
                 }
             }
             continue;

@@ -56,12 +56,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <starpu.h>
 
 #include "helix/error.h"
 #include "helix/graph.h"
 #include "helix/sched.h"
+#include "runtime/timed_wait.h"
 #include "schedulers/prio_heap.h"
 
 /* Advertised range (STARPU_MIN_PRIO/STARPU_MAX_PRIO).  The heaps order any int, so tasks
@@ -475,16 +475,11 @@ static void idle_wait(struct prio_state *s, int want_comm, int want_compute)
         sched_yield();
         return;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += IDLE_WAIT_US * 1000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
     starpu_worker_relax_on();
     STARPU_PTHREAD_MUTEX_LOCK(&s->lock);
     if (nothing_for(s, want_comm, want_compute)) {
         s->sleepers++;
-        starpu_pthread_cond_timedwait(&s->idle, &s->lock, &until); /* a timeout is fine */
+        hx_cond_wait_us(&s->idle, &s->lock, IDLE_WAIT_US);
         s->sleepers--;
     }
     STARPU_PTHREAD_MUTEX_UNLOCK(&s->lock);
