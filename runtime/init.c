@@ -6,7 +6,8 @@
  * count is validated before anything starts.  With opts.mpi, StarPU-MPI starts StarPU on the
  * MPI that hx_mpi_init started (initialize_mpi = 0, so it neither initialises nor finalises
  * MPI; starpu.md §5) with the same explicit worker count: left unset, StarPU-MPI would keep
- * a core for its own thread.  Waits go through the task watchdog (runtime/stall.c).
+ * a core for its own thread, which drives worker 0 instead where opts.mpi_driver says so
+ * (runtime/mpi_driver.c).  Waits go through the task watchdog (runtime/stall.c).
  * Tests: tests/schedulers/registry.c, tests/mpi/collectives.c. */
 #define _GNU_SOURCE
 #include <cblas.h>
@@ -25,6 +26,7 @@
 #include "helix/runtime.h"
 #include "helix/sched.h"
 #include "runtime/devices.h"
+#include "runtime/mpi_driver.h"
 #include "runtime/stall.h"
 
 static int up, up_mpi;
@@ -162,6 +164,7 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
             return HX_ERR(HX_EINVAL, "hx_runtime_init with opts.mpi = 1 before MPI is up: "
                           "call hx_mpi_init first");
         }
+        hx_mpi_driver_choose(o->mpi_driver, workers);
         ret = starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, &conf);
     } else {
         ret = starpu_init(&conf);
@@ -174,16 +177,18 @@ int hx_runtime_init(const struct hx_runtime_opts *o)
     up_mpi = o->mpi;
     up = 1;
     hx_stall_configure(o->stall_timeout);
-    if ((ret = hx_devices_check(&conf)) != HX_OK) {
+    if ((up_mpi && (ret = hx_mpi_driver_start()) != HX_OK) ||
+        (ret = hx_devices_check(&conf)) != HX_OK) {
         hx_runtime_shutdown();
         return ret;
     }
     if (o->profiling) {
         starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
     }
-    hx_debug("StarPU up: %u CPU, %u OpenCL, %u CUDA workers, policy %s",
+    hx_debug("StarPU up: %u CPU, %u OpenCL, %u CUDA workers, policy %s%s",
              starpu_cpu_worker_get_count(), starpu_opencl_worker_get_count(),
-             starpu_cuda_worker_get_count(), sched_name);
+             starpu_cuda_worker_get_count(), sched_name,
+             hx_runtime_driven_worker() >= 0 ? ", worker 0 driven by StarPU-MPI's thread" : "");
     return HX_OK;
 }
 
@@ -196,6 +201,7 @@ void hx_runtime_shutdown(void)
     hx_stall_stop();
     hx_devices_shutdown();
     if (up_mpi) {
+        hx_mpi_driver_stop();
         starpu_mpi_shutdown(); /* stops StarPU too; MPI stays up for hx_mpi_finalize */
     } else {
         starpu_shutdown();

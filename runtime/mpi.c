@@ -77,6 +77,11 @@ int hx_mpi_max_int(int value)
     return value;
 }
 
+int hx_mpi_ranks_on_machine(void)
+{
+    return 1; /* the simulated machine's ranks share no real core */
+}
+
 int hx_mpi_bcast_text(char *text, unsigned long cap)
 {
     (void)text, (void)cap;
@@ -92,6 +97,35 @@ int hx_mpi_first_flagged(int flag, const char *text, char *out, unsigned long ca
 }
 #else
 static int started;              /* MPI_Init_thread was ours, so MPI_Finalize is ours too */
+static int ranks_on_machine = 1; /* ranks that share this kernel, so its cores (hx_mpi_init) */
+
+/* The ranks whose kernel is this rank's: those with the same boot id.  Not the launcher's
+ * node (OMPI_COMM_WORLD_LOCAL_SIZE): scripts/netbed's nodes are network namespaces of one
+ * machine, which the launcher counts as two nodes, and their ranks share the same cores. */
+static int count_ranks_on_machine(void)
+{
+    char id[40] = "", *all;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(id, sizeof id, f) == NULL) {
+            id[0] = 0;
+        }
+        fclose(f);
+    }
+    if (id[0] == 0) {
+        snprintf(id, sizeof id, "rank %d", world_rank); /* unknown: alone, as before */
+    }
+    if ((all = calloc((size_t)world_size, sizeof id)) == NULL) {
+        return 1;
+    }
+    MPI_Allgather(id, (int)sizeof id, MPI_CHAR, all, (int)sizeof id, MPI_CHAR, MPI_COMM_WORLD);
+    int n = 0;
+    for (int j = 0; j < world_size; j++) {
+        n += strncmp(all + (size_t)j * sizeof id, id, sizeof id) == 0;
+    }
+    free(all);
+    return n;
+}
 
 static const char *level_name(int level)
 {
@@ -145,7 +179,13 @@ int hx_mpi_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     hx_error_set_rank(world_rank, world_size);
+    ranks_on_machine = count_ranks_on_machine();
     return HX_OK;
+}
+
+int hx_mpi_ranks_on_machine(void)
+{
+    return ranks_on_machine;
 }
 
 void hx_mpi_finalize(void)

@@ -60,6 +60,7 @@
 
 #include "helix/error.h"
 #include "helix/graph.h"
+#include "helix/runtime.h"
 #include "helix/sched.h"
 #include "runtime/timed_wait.h"
 #include "schedulers/prio_heap.h"
@@ -463,12 +464,17 @@ static int nothing_for(const struct prio_state *s, int want_comm, int want_compu
            (!want_compute || __atomic_load_n(&s->compute.n, __ATOMIC_RELAXED) == 0);
 }
 
-static void idle_wait(struct prio_state *s, int want_comm, int want_compute)
+static void idle_wait(struct prio_state *s, unsigned worker, int want_comm, int want_compute)
 {
+    if ((int)worker == hx_runtime_driven_worker()) {
+        /* StarPU-MPI's thread runs this worker between its MPI polls: a sleep here would
+         * hold every transfer of the rank (runtime/mpi_driver.c); its loop is the poll */
+        return;
+    }
 #ifndef STARPU_NON_BLOCKING_DRIVERS
     /* a blocking driver puts the worker to sleep itself when pop returns NULL, and push
      * wakes it (prio_push): waiting here too would only add a second sleep */
-    (void)s, (void)want_comm, (void)want_compute;
+    (void)s, (void)worker, (void)want_comm, (void)want_compute;
     return;
 #endif
     if (++idle_polls <= IDLE_YIELDS) {
@@ -507,7 +513,7 @@ static struct starpu_task *prio_pop(unsigned ctx)
     /* Unlocked fast path for polling workers: idle_wait checks again under the lock, and a
      * push signals under it, so no wake is missed. */
     if (nothing_for(s, want_comm, want_compute)) {
-        idle_wait(s, want_comm, want_compute);
+        idle_wait(s, worker, want_comm, want_compute);
         return NULL;
     }
     if (!s->one_kind && nothing_moved(s, worker)) {

@@ -545,6 +545,7 @@ int cmd_train(int argc, char **argv)
     ro.compute_on = (enum hx_place)a->place;
     ro.sched = a->sched;
     ro.mpi = r.mpi;
+    ro.mpi_driver = (enum hx_mpi_driver)a->mpi_driver;
     ro.nccl = r.mpi && a->backend == HX_COMM_NCCL; /* (one process alone opens no channel) */
     /* the task watchdog takes --comm-timeout too, so a policy that drops a task ends a run
      * of one process, which opens no channel, as the engine's watchdog ends a lost rank's */

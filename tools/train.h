@@ -35,6 +35,8 @@ struct train_args {
     int place;                        /* its enum hx_place (train_args_check) */
     const char *comm_backend;         /* --comm-backend mpi|nccl; NULL: by --compute-on */
     int backend;                      /* its enum hx_comm_backend, resolved (train_args_check) */
+    const char *mpi_driver_name;      /* --mpi-driver auto|on|off; NULL: auto */
+    int mpi_driver;                   /* its enum hx_mpi_driver, resolved (train_args_check) */
     /* distribution over MPI ranks (Megatron's names); shard factors "N" or "AxB" (A ranks
      * inside a node times B nodes) */
     int tp, pp, dp, sequence_parallel, ranks_per_node, zero_stage, mics;

@@ -24,7 +24,7 @@ const char *const train_run_flags[] = { "load", "load-llmc", "save", "config", "
                                         "log-json", "trace", "dump-dot", "workers", "sched",
                                         "sched-plugin",
                                         "opencl", "cuda", "compute-on", "comm-backend",
-                                        "progress-bar", "train-iters",
+                                        "mpi-driver", "progress-bar", "train-iters",
                                         /* a checkpoint resumes on any mesh */
                                         "tensor-model-parallel-size", "tp-grid",
                                         "pipeline-model-parallel-size", "data-parallel-size",
@@ -153,6 +153,11 @@ void train_args_init(struct train_args *a, struct flag_set *s)
       "starpu-mpi (StarPU-MPI transfers and reduction tasks, ring or tree by size; "
       "HX_SMPI_ALGO=ring|tree|halving forces one) or nccl (the tiles' GPU copies, one GPU per rank; "
       "needs a CUDA-enabled StarPU); default nccl with --compute-on cuda, else mpi");
+    F("mpi-driver", FLAG_STRING, &a->mpi_driver_name, 0, 0,
+      "whether StarPU-MPI's thread runs worker 0's tasks between its polls (StarPU's MPI "
+      "driver): on, off, or auto (the default: STARPU_MPI_DRIVER_CALL_FREQUENCY if set, else "
+      "on with --comm-backend starpu-mpi where this machine's ranks, each with its workers "
+      "and that thread, have more busy threads than cores)");
     F("log-interval", FLAG_INT, &a->log_interval, 1, 1 << 30, "steps between log lines");
     F("log-json", FLAG_STRING, &a->log_json, 0, 0, "write one JSON object per step to FILE");
     F("progress-bar", FLAG_INT, &a->progress_bar, -1, 1, "live bar: -1 when a terminal, 0, 1");
@@ -256,6 +261,27 @@ int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **
     return 0;
 }
 
+/* --mpi-driver, resolved: auto is for the StarPU-MPI backend only, whose transfers wait for
+ * StarPU-MPI's thread; the others leave that thread idle, so it keeps its own.  0 or 2. */
+static int check_mpi_driver(struct train_args *a)
+{
+    const char *n = a->mpi_driver_name != NULL ? a->mpi_driver_name : "auto";
+    enum hx_mpi_driver d;
+    if (strcmp(n, "auto") == 0) {
+        d = a->backend == HX_COMM_STARPU_MPI ? HX_MPI_DRIVER_AUTO : HX_MPI_DRIVER_OFF;
+    } else if (strcmp(n, "on") == 0) {
+        d = HX_MPI_DRIVER_ON;
+    } else if (strcmp(n, "off") == 0) {
+        d = HX_MPI_DRIVER_OFF;
+    } else {
+        fprintf(stderr, "helix: error: --mpi-driver %s is not a choice; use auto, on or off\n",
+                flags_esc(n));
+        return 2;
+    }
+    a->mpi_driver = (int)d;
+    return 0;
+}
+
 /* --comm-backend, resolved: NCCL when the tiles live on CUDA devices (--compute-on cuda),
  * StarPU-MPI in a simulation (the only communication SimGrid runs), unless the flag says
  * otherwise, and refused here, before any work, where this build or this StarPU cannot run
@@ -286,7 +312,7 @@ static int check_backend(struct train_args *a, enum hx_place place)
         return 2;
     }
     a->backend = (int)b;
-    return 0;
+    return check_mpi_driver(a);
 }
 
 /* The simulation flavour (helix simulate) runs no kernel: the weights it would save, load

@@ -70,6 +70,9 @@ int hx_mpi_world_size(void);
 int hx_mpi_world_rank(void);
 /** Ranks on this node as the launcher reports them (OMPI_COMM_WORLD_LOCAL_SIZE), else 0. */
 int hx_mpi_local_size(void);
+/** Ranks that share this rank's kernel and so its cores (the same boot id, counted in
+ *  hx_mpi_init), whatever the launcher calls a node; 1 before hx_mpi_init. */
+int hx_mpi_ranks_on_machine(void);
 /** Abort every rank of the job (after a rank-local failure that peers cannot see). */
 void hx_mpi_abort(int status);
 /**

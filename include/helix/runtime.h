@@ -25,6 +25,16 @@ enum hx_place {
     HX_PLACE_CUDA,    /**< CUDA workers only (at least one is started) */
 };
 
+/** Whether StarPU-MPI's progress thread drives CPU worker 0, running its tasks between its
+ *  polls (StarPU's MPI driver; runtime/mpi_driver.c says when that pays). */
+enum hx_mpi_driver {
+    HX_MPI_DRIVER_OFF = 0, /**< its own thread, as StarPU-MPI starts it (the default) */
+    HX_MPI_DRIVER_ON,      /**< driven, in any run of two ranks or more */
+    HX_MPI_DRIVER_AUTO,    /**< STARPU_MPI_DRIVER_CALL_FREQUENCY if set, else driven where
+                            *   the ranks on this machine, each with its workers and that
+                            *   thread, have more busy threads than cores */
+};
+
 struct hx_runtime_opts {
     int workers;        /**< CPU workers; 0 = STARPU_NCPU if set, else the cores (max 4) */
     int opencl;         /**< OpenCL workers; 0 = STARPU_NOPENCL if set, else none */
@@ -39,6 +49,7 @@ struct hx_runtime_opts {
     int mpi;            /**< start StarPU through StarPU-MPI (starpu_mpi_init_conf) on an
                          *   MPI that hx_mpi_init already started; shutdown stops both
                          *   StarPU-MPI and StarPU, never MPI */
+    enum hx_mpi_driver mpi_driver; /**< with mpi: StarPU-MPI's thread drives worker 0 */
     double stall_timeout; /**< task watchdog (helix train: --comm-timeout): when no task
                          *   terminates for this many seconds while hx_graph_wait (or the
                          *   shutdown) waits on submitted ones, print them and the policy's
@@ -76,6 +87,16 @@ const char *hx_runtime_sched_name(void);
 
 /** Number of cores available to this process (sched_getaffinity). */
 int hx_ncores(void);
+
+/** The rule of HX_MPI_DRIVER_AUTO (and ON: always, OFF: never): whether StarPU-MPI's thread
+ *  should drive worker 0 when @p ranks_here ranks of @p workers CPU workers each share
+ *  @p cores cores.  Pure. */
+int hx_mpi_driver_wanted(enum hx_mpi_driver mode, int ranks_here, int workers, int cores);
+/** "off", "on" or "auto". */
+const char *hx_mpi_driver_name(enum hx_mpi_driver mode);
+/** The worker whose tasks StarPU-MPI's thread runs (a policy must not put it to sleep in
+ *  pop: each pop is one pass of that thread's polling loop), or -1. */
+int hx_runtime_driven_worker(void);
 
 /** Nonzero in the simulation flavour (sim/helix-sim, run by `helix simulate`): StarPU's
  * SimGrid mode runs no kernel, a task takes its performance model's time, and host code must
