@@ -154,6 +154,19 @@ int hx_mpi_init(int *argc, char ***argv)
          * in pieces.  On the emulated 2-node bed (1 Gbit/s) a dp=4 step went from 1.85 to
          * 1.13 s.  A value the user set (environment or mpirun --mca) wins. */
         setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0);
+        /* Tiles go eagerly up to HX_MPI_EAGER_LIMIT (1 MiB), not Open MPI's 64 KiB: above the
+         * limit a message waits for the receiver's progress (a rendezvous), then moves in
+         * fragments of btl_tcp_max_send_size (128 KiB), each another wait for the sender's
+         * progress.  Where the thread that makes progress shares a core with the workers
+         * (StarPU-MPI's, runtime/mpi_driver.c), each wait is a task or a time slice.  On the
+         * 2-core bed (bench/README.md, "Eager tiles") tp 2 + SP's 128 KiB messages went from
+         * 145-171 to 134-140 ms a step, and the tile-level TP bench's 512 KiB shifts left 39-42
+         * ms exposed instead of 172-205.  Gradient buckets (megabytes) keep the rendezvous,
+         * which bounds what a receiver buffers before its receive is posted. */
+        char eager[24];
+        snprintf(eager, sizeof eager, "%d", HX_MPI_EAGER_LIMIT);
+        setenv("OMPI_MCA_btl_tcp_eager_limit", eager, 0);
+        setenv("OMPI_MCA_btl_tcp_max_send_size", eager, 0);
         rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
         if (rc != MPI_SUCCESS) {
             return HX_ERR(HX_ERUNTIME, "MPI_Init_thread(MPI_THREAD_MULTIPLE) failed (code %d); "

@@ -11,7 +11,10 @@
  * that thread, worker 0 runs one task per pass of the polling loop: a transfer waits for at
  * most the task in progress, and the rank has one busy thread fewer than it has workers + 1.
  * Where cores are to spare, the dedicated thread is better (a long GEMM would hold the
- * transfers), hence the rule of hx_mpi_driver_wanted.
+ * transfers); where the workers alone oversubscribe the cores, the driving thread, which
+ * never sleeps, takes a core from a busy rank whenever its own is idle: on 2 cores, 4 ranks
+ * of ZeRO-3 sampling token by token (tests/mpi/parity_smpi.sh) took 6 to over 170 s, against
+ * 6 s with their own threads.  Hence the rule of hx_mpi_driver_wanted.
  *
  * Two traps of StarPU 1.3 (mpi/src/mpi/starpu_mpi_mpi.c, _starpu_mpi_progress_thread_func):
  *  - the thread calls the driver only while an application receive is posted and unmatched
@@ -51,9 +54,11 @@ int hx_mpi_driver_wanted(enum hx_mpi_driver mode, int ranks_here, int workers, i
     switch (mode) {
     case HX_MPI_DRIVER_ON: return 1;
     case HX_MPI_DRIVER_AUTO:
-        /* each rank's workers busy, plus StarPU-MPI's thread polling: more than the cores */
+        /* each rank's workers busy, plus StarPU-MPI's thread polling: more than the cores;
+         * but the workers alone fit, since the driving thread never sleeps (the self-receive
+         * keeps it polling), so a rank with nothing to do still takes a core */
         return ranks_here > 0 && workers > 0 && cores > 0 &&
-               (long)ranks_here * (workers + 1) > cores;
+               (long)ranks_here * (workers + 1) > cores && (long)ranks_here * workers <= cores;
     case HX_MPI_DRIVER_OFF:
     default: return 0;
     }

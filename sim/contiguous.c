@@ -23,7 +23,8 @@
  * against SimGrid's source: SMPI sends a message under smpi/send-is-detached-thresh (64 KiB)
  * eagerly, without waiting for the receiver, only when its datatype is not derived, and the
  * tiny model's all-reduce pieces are that small.  Eager sends below 64 KiB are what Open
- * MPI's TCP transport does (btl_tcp_eager_limit, 64 KiB). */
+ * MPI's TCP transport does by default (btl_tcp_eager_limit, 64 KiB); helix raises Open MPI's
+ * to HX_MPI_EAGER_LIMIT (runtime/mpi.c), and a machine file sets SMPI's (mpi_eager_kib). */
 #include <limits.h>
 #include <stddef.h>
 

@@ -21,7 +21,7 @@ enum key_type { KEY_INT, KEY_REAL, KEY_NAME, KEY_TOPOLOGY };
 
 /* When a key must be given: always; on GPU nodes only (refused on CPU-only nodes); on GPU
  * nodes if they wish (gpu_model); only when NVLink is there (nvlink_gbytes_per_s > 0). */
-enum key_need { NEED_ALWAYS, NEED_GPU, MAY_GPU, NEED_NVLINK };
+enum key_need { NEED_ALWAYS, NEED_GPU, MAY_GPU, NEED_NVLINK, MAY_ANY };
 
 struct key {
     const char *name;
@@ -72,6 +72,9 @@ static const struct key keys[] = {
     { "topology", KEY_TOPOLOGY, AT(topology), 0, 0, 0, 0, NEED_ALWAYS,
       "how the NICs meet: fat-tree, one non-blocking switch, or rail, NIC i of every "
       "node on switch i", "topology = rail" },
+    { "mpi_eager_kib", KEY_INT, AT(mpi_eager_kib), 0, 1, 1 << 20, 0, MAY_ANY,
+      "the largest message MPI sends without waiting for its receiver, in KiB; 64 (Open MPI's "
+      "TCP default) when not given", "mpi_eager_kib = 1024" },
 };
 #undef AT
 enum { NKEYS = (int)(sizeof keys / sizeof keys[0]) };
@@ -253,7 +256,7 @@ static int check_keys(const char *path, const struct hx_sim_machine *m, const in
         const struct key *key = &keys[k];
         int needed = key->need == NEED_ALWAYS || (key->need == NEED_GPU && gpus) ||
                      (key->need == NEED_NVLINK && nvlink);
-        int allowed = needed || (key->need == MAY_GPU && gpus);
+        int allowed = needed || (key->need == MAY_GPU && gpus) || key->need == MAY_ANY;
         if (needed && line_of[k] == 0) {
             return HX_ERR(HX_EINVAL, "%s: missing key %s (%s); add a line like '%s'", path,
                           key->name, key->what, key->example);
@@ -313,6 +316,9 @@ int hx_sim_machine_load(const char *path, struct hx_sim_machine *m)
     fclose(f);
     if (ret == HX_OK) {
         ret = check_keys(path, m, line_of);
+    }
+    if (line_of[key_index("mpi_eager_kib")] == 0) {
+        m->mpi_eager_kib = 64;
     }
     if (ret == HX_OK) {
         ret = check_whole(path, m, line_of);

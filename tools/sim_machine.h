@@ -35,7 +35,13 @@ struct hx_sim_machine {
     double nic_gbits_per_s;    /* per NIC, each direction */
     double nic_latency_us;     /* NIC -> switch(es) -> NIC, on top of PCIe on GPU nodes */
     enum hx_sim_topology topology;
+    int mpi_eager_kib;         /* largest message MPI sends without waiting for its receiver,
+                                * KiB (SMPI's smpi/send-is-detached-thresh); 64 when not given */
 };
+
+/* @p m's eager limit as SimGrid's option, "--cfg=smpi/send-is-detached-thresh:BYTES", into
+ * @p buf: the machine's part of the options that hx_sim_smpi_flags holds for every machine. */
+void hx_sim_machine_eager_flag(const struct hx_sim_machine *m, char *buf, int len);
 
 /* What one message from a rank to another crosses, as the cluster platform models it. */
 struct hx_sim_path {

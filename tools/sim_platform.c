@@ -47,6 +47,12 @@ const char *const hx_sim_smpi_flags[] = {
     NULL,
 };
 
+void hx_sim_machine_eager_flag(const struct hx_sim_machine *m, char *buf, int len)
+{
+    snprintf(buf, (size_t)len, "--cfg=smpi/send-is-detached-thresh:%ld",
+             (long)m->mpi_eager_kib * 1024);
+}
+
 enum hop_kind { HOP_PCIE, HOP_NVLINK, HOP_NIC };
 
 /* One one-way link: of GPU `index` (PCIe, NVLink) or NIC `index` of `node`; up = away from
@@ -367,11 +373,15 @@ int hx_sim_machine_write(const struct hx_sim_machine *m, const char *dir, const 
                 fprintf(f, "%s\n", name);
             }
             break;
-        case OUT_FLAGS:
+        case OUT_FLAGS: {
+            char eager[64];
             for (const char *const *flag = hx_sim_smpi_flags; *flag != NULL; flag++) {
                 fprintf(f, "%s\n", *flag);
             }
+            hx_sim_machine_eager_flag(m, eager, sizeof eager);
+            fprintf(f, "%s\n", eager);
             break;
+        }
         case NOUT: break;
         }
         ret = close_out(f, path[i]);

@@ -436,7 +436,9 @@ int cmd_simulate(int argc, char **argv)
          tok = strtok(NULL, " ")) {
         extra[nextra++] = tok;
     }
-    char **all = calloc((size_t)(nhead + nrest + nflags + 6 + nextra), sizeof *all);
+    char eager[64]; /* the machine's eager limit (mpi_eager_kib) */
+    hx_sim_machine_eager_flag(&m, eager, sizeof eager);
+    char **all = calloc((size_t)(nhead + nrest + nflags + 7 + nextra), sizeof *all);
     int k = 0;
     if (all == NULL) {
         fprintf(stderr, "helix simulate: error: out of memory\n");
@@ -462,6 +464,7 @@ int cmd_simulate(int argc, char **argv)
         for (int i = 0; i < nflags; i++) { /* SimGrid's, after the program's arguments */
             all[k++] = (char *)hx_sim_smpi_flags[i];
         }
+        all[k++] = eager;
         all[k++] = "--log=root.thres:error"; /* SimGrid's start-up notes are noise here */
         for (int i = 0; i < nextra; i++) { /* HX_SIM_SMPI_FLAGS: the user's, last */
             all[k++] = extra[i];

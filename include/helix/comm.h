@@ -68,6 +68,11 @@ void hx_mpi_finalize(void);
 /** World size and rank (1 and 0 before hx_mpi_init). */
 int hx_mpi_world_size(void);
 int hx_mpi_world_rank(void);
+/** The largest message Open MPI's TCP transport sends eagerly, without waiting for the
+ *  receiver (btl_tcp_eager_limit, which hx_mpi_init raises from Open MPI's 64 KiB unless the
+ *  user set it; runtime/mpi.c says why).  machines/this-bed.machine's mpi_eager_kib is the
+ *  same, for the simulation (smpi/send-is-detached-thresh). */
+#define HX_MPI_EAGER_LIMIT 1048576
 /** Ranks on this node as the launcher reports them (OMPI_COMM_WORLD_LOCAL_SIZE), else 0. */
 int hx_mpi_local_size(void);
 /** Ranks that share this rank's kernel and so its cores (the same boot id, counted in

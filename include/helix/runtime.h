@@ -32,7 +32,8 @@ enum hx_mpi_driver {
     HX_MPI_DRIVER_ON,      /**< driven, in any run of two ranks or more */
     HX_MPI_DRIVER_AUTO,    /**< STARPU_MPI_DRIVER_CALL_FREQUENCY if set, else driven where
                             *   the ranks on this machine, each with its workers and that
-                            *   thread, have more busy threads than cores */
+                            *   thread, have more busy threads than cores, but their
+                            *   workers alone fit */
 };
 
 struct hx_runtime_opts {

@@ -41,7 +41,12 @@ progress_listed() {
         'grep -q "^threads, rank 0: StarPU workers (2)" "$ERR" && ! progress_listed'
     parity_bitwise on-eager off 2 $SMPI --mpi-driver on --sched eager
     # auto: 2 ranks of 1 worker, each with StarPU-MPI's thread, on this machine's cores
-    if [ $((2 * (1 + 1))) -gt "$(nproc)" ]; then want=driven; else want=own; fi
+    # (hx_mpi_driver_wanted: more busy threads than cores, the workers alone fitting)
+    if [ $((2 * (1 + 1))) -gt "$(nproc)" ] && [ 2 -le "$(nproc)" ]; then
+        want=driven
+    else
+        want=own
+    fi
     parity_bitwise auto off 2 $SMPI
     ok "auto on $(nproc) cores: StarPU-MPI's thread is $want" \
         'if [ $want = driven ]; then ! progress_listed; else progress_listed; fi'

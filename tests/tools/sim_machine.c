@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "helix/comm.h"
 #include "helix/error.h"
 #include "tap.h"
 #include "tools/sim_machine.h"
@@ -186,8 +187,10 @@ static void test_h100(void)
     char *flags = slurp(file_in("h100", "smpirun.flags"));
     tap_ok(flags != NULL && strstr(flags, "--cfg=smpi/bw-factor:0:1\n") != NULL &&
                strstr(flags, "--cfg=smpi/lat-factor:0:1\n") != NULL &&
-               strstr(flags, "--cfg=network/TCP-gamma:-1\n") != NULL,
-           "smpirun.flags: SMPI's factors at 1, no TCP window bound");
+               strstr(flags, "--cfg=network/TCP-gamma:-1\n") != NULL &&
+               strstr(flags, "--cfg=smpi/send-is-detached-thresh:65536\n") != NULL,
+           "smpirun.flags: SMPI's factors at 1, no TCP window bound, eager up to 64 KiB "
+           "(no mpi_eager_kib: Open MPI's TCP default)");
     free(node), free(cluster), free(hosts), free(bw), free(lat), free(flags);
 }
 
@@ -233,6 +236,11 @@ static void test_bed(void)
     char *cluster = slurp(file_in("bed/deeper", "cluster.xml"));
     char *bw = slurp(file_in("bed/deeper", "bus/this-bed.bandwidth"));
     char *hosts = slurp(file_in("bed/deeper", "hostfile"));
+    char *flags = slurp(file_in("bed/deeper", "smpirun.flags")), want[80];
+    snprintf(want, sizeof want, "--cfg=smpi/send-is-detached-thresh:%d\n", HX_MPI_EAGER_LIMIT);
+    tap_ok(m.mpi_eager_kib * 1024 == HX_MPI_EAGER_LIMIT && flags != NULL &&
+               strstr(flags, want) != NULL,
+           "this-bed: eager up to the limit helix gives Open MPI (HX_MPI_EAGER_LIMIT)");
     tap_ok(node != NULL && count(node, "<host ") == 3 && strstr(node, "CUDA") == NULL &&
                count(node, "<route") == 0 && bw != NULL && strcmp(bw, "# to 0\n0.000000\n") == 0,
            "this-bed node: MAIN, RAM, CPU0, no GPU, one memory node");
@@ -241,7 +249,7 @@ static void test_bed(void)
                                "latency=\"5.15us\"/>") != NULL &&
                hosts != NULL && strcmp(hosts, "node0\nnode1\n") == 0,
            "this-bed cluster: a NIC each way per node at 119.5 MB/s; hostfile node0, node1");
-    free(node), free(cluster), free(bw), free(hosts);
+    free(node), free(cluster), free(bw), free(hosts), free(flags);
 }
 
 /* A machine file of @p text must be refused, with every one of @p want in the message. */
@@ -338,6 +346,8 @@ static void test_refusals(void)
             "name = t\nnodes = 200\ngpus_per_node = 8\ncores_per_rank = 1\n" GOOD_GPU
             GOOD_NET NVL "topology = rail\n",
             (const char *const[]){ "1600 ranks, more than 1024", NULL });
+    refused("an eager limit of no bytes", "mpi_eager_kib = 0\n",
+            (const char *const[]){ at[0], "mpi_eager_kib = 0 is out of range", NULL });
     refused("a name that cannot name files", "name = a/b\n",
             (const char *const[]){ at[0], "name = 'a/b'", NULL });
 
