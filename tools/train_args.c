@@ -266,17 +266,17 @@ int train_args_parse(struct train_args *a, struct flag_set *s, int argc, char **
 static int check_mpi_driver(struct train_args *a)
 {
     const char *n = a->mpi_driver_name != NULL ? a->mpi_driver_name : "auto";
-    enum hx_mpi_driver d;
-    if (strcmp(n, "auto") == 0) {
-        d = a->backend == HX_COMM_STARPU_MPI ? HX_MPI_DRIVER_AUTO : HX_MPI_DRIVER_OFF;
-    } else if (strcmp(n, "on") == 0) {
-        d = HX_MPI_DRIVER_ON;
-    } else if (strcmp(n, "off") == 0) {
-        d = HX_MPI_DRIVER_OFF;
-    } else {
+    int d = HX_MPI_DRIVER_OFF;
+    while (d <= HX_MPI_DRIVER_AUTO && strcmp(n, hx_mpi_driver_name((enum hx_mpi_driver)d)) != 0) {
+        d++; /* the words are the library's (hx_mpi_driver_name) */
+    }
+    if (d > HX_MPI_DRIVER_AUTO) {
         fprintf(stderr, "helix: error: --mpi-driver %s is not a choice; use auto, on or off\n",
                 flags_esc(n));
         return 2;
+    }
+    if (d == HX_MPI_DRIVER_AUTO && a->backend != HX_COMM_STARPU_MPI) {
+        d = HX_MPI_DRIVER_OFF;
     }
     a->mpi_driver = (int)d;
     return 0;
